@@ -1,0 +1,39 @@
+"""Errors that reach the user: each names its cause and the remedy to try."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A failure as data: what went wrong, why, and what to do about it."""
+
+    kind: str
+    """Short machine-readable tag, e.g. "import-error", "timeout", "crash"."""
+    cause: str
+    remedy: str
+    file: str | None = None
+    line: int | None = None
+    detail: str = ""
+    """Traceback or tool log tail, for whoever wants to dig."""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}: " if self.file and self.line else ""
+        where = where or (f"{self.file}: " if self.file else "")
+        return f"{where}{self.cause}\n  remedy: {self.remedy}"
+
+
+class WorkbenchError(Exception):
+    """Raised with a Problem; the CLI prints it and exits non-zero, the TUI shows it."""
+
+    def __init__(self, problem: Problem):
+        super().__init__(str(problem))
+        self.problem = problem
+
+
+def fail(kind: str, cause: str, remedy: str, **where: object) -> WorkbenchError:
+    return WorkbenchError(Problem(kind=kind, cause=cause, remedy=remedy, **where))  # type: ignore[arg-type]

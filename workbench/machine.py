@@ -1,0 +1,33 @@
+"""What this machine can do, decided without importing torch."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+GPU_ACTIONS = ("bench", "sweep", "profile")
+ANYWHERE_ACTIONS = ("check", "ir", "resources", "history")
+
+
+def has_gpu() -> bool:
+    """WORKBENCH_DEVICE=cpu|cuda decides; else the NVIDIA driver's device node or nvidia-smi."""
+    forced = os.environ.get("WORKBENCH_DEVICE", "").lower()
+    if forced:
+        return forced.startswith("cuda")
+    return os.path.exists("/dev/nvidiactl") or shutil.which("nvidia-smi") is not None
+
+
+def mode() -> str:
+    return "gpu" if has_gpu() else "interpreter"
+
+
+def actions() -> dict[str, bool]:
+    gpu = has_gpu()
+    return {**{a: True for a in ANYWHERE_ACTIONS}, **{a: gpu for a in GPU_ACTIONS}}
+
+
+def needs_gpu_message(action: str) -> str:
+    return (
+        f"`{action}` needs a CUDA GPU and this machine has none; run it on a GPU host, or "
+        "read a saved report with `workbench profile --import FILE`"
+    )

@@ -1,0 +1,82 @@
+"""The kernel contract: what a kernel module declares so the workbench can check, time and read it.
+
+This module imports neither torch nor triton: kernel modules import it, and so does the CLI
+process, which must stay light.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+Shape = tuple[int, ...]
+
+DTYPES = ("float32", "float16", "bfloat16")
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Element-wise `allclose` bounds plus a bound on the relative L2 error of the whole output."""
+
+    atol: float
+    rtol: float
+    rel_l2: float
+
+
+# Element-wise bounds follow the kernel-writing guide's table (fp32 1e-5, fp16 1e-3, bf16 1e-2);
+# the L2 bounds sit above one rounding of the output dtype.
+DEFAULT_TOLERANCES: dict[str, Tolerance] = {
+    "float32": Tolerance(atol=1e-5, rtol=1e-5, rel_l2=1e-4),
+    "float16": Tolerance(atol=1e-3, rtol=1e-3, rel_l2=5e-3),
+    "bfloat16": Tolerance(atol=1e-2, rtol=1e-2, rel_l2=2e-2),
+}
+# A float32 `tl.dot` runs in TF32 by default, as does cuBLAS: the guide's matmul row.
+MATMUL_TOLERANCES: dict[str, Tolerance] = {
+    "float32": Tolerance(atol=1e-1, rtol=1e-2, rel_l2=2e-3),
+    "float16": Tolerance(atol=1e-2, rtol=1e-2, rel_l2=5e-3),
+    "bfloat16": Tolerance(atol=1e-1, rtol=2e-2, rel_l2=2e-2),
+}
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One kernel (or workload) as the workbench sees it.
+
+    Keep `name`, `dtypes`, `shapes`, `kind` and `description` literal in the source: `list`
+    reads them without importing the module (and so without importing torch).
+    """
+
+    name: str
+    kernel_fn: Callable[..., Any]
+    reference_fn: Callable[..., Any]
+    make_inputs: Callable[[Shape, Any, str], tuple[Any, ...]]
+    """(shape, torch dtype, device) -> the positional args of kernel_fn and reference_fn."""
+    shapes: Mapping[str, Sequence[Shape]]
+    """Shape sets by name. "check" is what `check` runs; "bench" is what `bench` times."""
+    dtypes: tuple[str, ...] = DTYPES
+    tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
+    """Per-dtype overrides of DEFAULT_TOLERANCES."""
+    flops: Callable[[Shape], float] | None = None
+    bytes_moved: Callable[[Shape, int], float] | None = None
+    """(shape, element size in bytes) -> the fewest bytes a launch must move through DRAM."""
+    jit: tuple[Any, ...] = ()
+    """The @triton.jit / @triton.autotune objects kernel_fn launches (for IR, resources, sweep)."""
+    nvtx: str = ""
+    noncontig: bool = True
+    """Also check each shape with strided (non-contiguous) copies of the tensor inputs."""
+    kind: str = "kernel"
+    """"kernel", or "workload" for an end-to-end program built from kernels."""
+    description: str = ""
+
+    @property
+    def range_name(self) -> str:
+        return self.nvtx or self.name
+
+    def tolerance(self, dtype: str) -> Tolerance:
+        return self.tolerances.get(dtype) or DEFAULT_TOLERANCES[dtype]
+
+    def shape_set(self, name: str) -> list[Shape]:
+        if name in self.shapes:
+            return [tuple(s) for s in self.shapes[name]]
+        raise KeyError(f"{self.name} has no shape set {name!r}; it has {sorted(self.shapes)}")
