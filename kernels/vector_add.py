@@ -29,7 +29,7 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def _inputs(shape, dtype, device):
-    return torch.randn(shape, dtype=dtype, device=device), torch.randn(shape, dtype=dtype, device=device)
+    return tuple(torch.randn(shape, dtype=dtype, device=device) for _ in range(2))
 
 
 SPEC = KernelSpec(

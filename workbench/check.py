@@ -21,7 +21,9 @@ from workbench.faults import problem_from_exception
 from workbench.spec import KernelSpec, Shape
 
 Emit = Callable[[dict], None]
-INTERPRETER_BF16 = "the Triton interpreter computes bfloat16 wrongly or not at all; check bf16 on a GPU"
+INTERPRETER_BF16 = (
+    "the Triton interpreter computes bfloat16 wrongly or not at all; check bf16 on a GPU"
+)
 
 
 @dataclass

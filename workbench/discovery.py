@@ -252,7 +252,8 @@ def _missing_imports(tree: ast.Module, path: Path) -> Iterable[Problem]:
 def _importable(top: str, folder: str) -> bool:
     if top in sys.builtin_module_names or top in sys.stdlib_module_names:
         return True
-    if os.path.exists(os.path.join(folder, top + ".py")) or os.path.isdir(os.path.join(folder, top)):
+    local = os.path.join(folder, top)
+    if os.path.exists(local + ".py") or os.path.isdir(local):
         return True
     try:
         return importlib.util.find_spec(top) is not None

@@ -1,4 +1,4 @@
-"""Turn what went wrong in a job (an exception in the child, or the child's death) into a Problem."""
+"""Turn what went wrong in a job (an exception in the child, or its death) into a Problem."""
 
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 from workbench import machine, store
 from workbench.discovery import KernelEntry
@@ -114,7 +115,7 @@ def run_job(
             start_new_session=True,  # so a timeout or cancel kills the whole process group
             text=True,
         )
-        _follow(proc, job, outcome, on_event, cancel, start)
+        _follow(proc, job, outcome, on_event, cancel, start, log)
     outcome.seconds = time.monotonic() - start
     outcome.log = log_path.read_text(errors="replace")[-8000:]
     if outcome.status == "ok" and outcome.result is None:
@@ -131,6 +132,7 @@ def _follow(
     on_event: OnEvent | None,
     cancel: threading.Event | None,
     start: float,
+    log: TextIO,
 ) -> None:
     lines: queue.Queue[str | None] = queue.Queue()
 
@@ -159,7 +161,9 @@ def _follow(
             proc.wait()
             return
         event = _decode(line)
-        if event is None:
+        if event is None:  # a wrapper's own output (ncu, nsys) shares the pipe: keep it
+            log.write(line)
+            log.flush()
             continue
         if event.get("event") == "result":
             outcome.result = event.get("result")

@@ -59,7 +59,8 @@ def report(outcome: jobs.Outcome, as_json: bool) -> int:
             )
             for c in result["cases"]
         ]
-        print(table(("status", "dtype", "shape", "layout", "max|d|", "relL2", "worst", "note"), rows))
+        headers = ("status", "dtype", "shape", "layout", "max|d|", "relL2", "worst", "note")
+        print(table(headers, rows))
         s = result["summary"]
         verdict = "CORRECT" if result["correct"] else "NOT CORRECT"
         print(
@@ -73,8 +74,10 @@ def report(outcome: jobs.Outcome, as_json: bool) -> int:
         print_problem(outcome.problem)
     if outcome.store_problem and not as_json:
         print_problem(outcome.store_problem, prefix="not saved")
-    print(f"run {outcome.run_id} ({outcome.seconds:.1f} s); artifacts in {outcome.run_dir}",
-          file=sys.stderr)
+    print(
+        f"run {outcome.run_id} ({outcome.seconds:.1f} s); artifacts in {outcome.run_dir}",
+        file=sys.stderr,
+    )
     if not result:
         return 2
     if outcome.store_problem:

@@ -1,4 +1,4 @@
-"""`workbench list`: the kernels found, what they declare, and what this machine can do with them."""
+"""`workbench list`: the kernels found, what they declare, and what this machine can do."""
 
 from __future__ import annotations
 
