@@ -8,8 +8,9 @@ import sys
 from workbench import jobs
 from workbench.cli import add_json_option, add_path_option
 from workbench.discovery import discover
-from workbench.render import fmt, print_json, print_problem, table
+from workbench.render import print_json, print_problem, table
 from workbench.spec import DTYPES
+from workbench.views import CHECK_HEADERS, check_row, check_verdict
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -46,30 +47,8 @@ def report(outcome: jobs.Outcome, as_json: bool) -> int:
     if as_json:
         print_json(outcome.to_dict())
     elif result:
-        rows = [
-            (
-                c["status"],
-                c["dtype"],
-                "x".join(map(str, c["shape"])) or "-",
-                c["layout"],
-                fmt(c["max_abs_diff"]),
-                fmt(c["rel_l2"]),
-                c["worst_index"] if c["status"] == "failed" else "",
-                c["reason"],
-            )
-            for c in result["cases"]
-        ]
-        headers = ("status", "dtype", "shape", "layout", "max|d|", "relL2", "worst", "note")
-        print(table(headers, rows))
-        s = result["summary"]
-        verdict = "CORRECT" if result["correct"] else "NOT CORRECT"
-        print(
-            f"\n{result['kernel']}: {verdict} ({s['passed']} passed, {s['failed']} failed, "
-            f"{s['errors']} errors, {s['skipped']} skipped; {result['mode']} mode)"
-        )
-        facts = [k for k in ("stride_only_errors", "boundary_only_errors", "nondeterministic")]
-        for fact in (f for f in facts if s[f]):
-            print(f"  fact: {fact.replace('_', ' ')}")
+        print(table(CHECK_HEADERS, [check_row(c) for c in result["cases"]]))
+        print("\n" + check_verdict(result))
     if outcome.problem and not as_json:
         print_problem(outcome.problem)
     if outcome.store_problem and not as_json:

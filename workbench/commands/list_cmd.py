@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from workbench import machine
 from workbench.cli import add_json_option, add_path_option
 from workbench.discovery import discover
 from workbench.render import print_json, print_problem, table
+from workbench.views import KERNEL_HEADERS, kernel_row
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -31,17 +31,7 @@ def run(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    rows = [
-        (
-            k.name,
-            k.kind,
-            ",".join(k.dtypes) if k.dtypes else "from inputs",
-            " ".join(f"{s}:{len(v)}" for s, v in (k.shapes or {}).items()) or "from inputs",
-            os.path.relpath(k.file),
-        )
-        for k in catalog.kernels
-    ]
-    print(table(("name", "kind", "dtypes", "shape sets", "file"), rows))
+    print(table(KERNEL_HEADERS, [kernel_row(k) for k in catalog.kernels]))
     can = [a for a, ok in actions.items() if ok]
     cannot = [a for a, ok in actions.items() if not ok]
     print(f"\nmode: {machine.mode()}; actions here: {', '.join(can)}")

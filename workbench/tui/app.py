@@ -1,0 +1,156 @@
+"""The terminal UI: the kernel list, and a check of the selected kernel with live progress.
+
+Screens and widgets only: the catalog comes from `workbench.discovery`, work runs through
+`workbench.jobs` in a child process, rows come from `workbench.views`. Nothing here imports
+torch or triton, so the list paints at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import DataTable, Footer, Header, ProgressBar, Static
+
+from workbench import jobs, machine
+from workbench.discovery import Catalog, KernelEntry, discover
+from workbench.views import CHECK_HEADERS, KERNEL_HEADERS, check_row, check_verdict, kernel_row
+
+
+class WorkbenchApp(App[None]):
+    TITLE = "triton-workbench"
+    CSS = """
+    #left { width: 45%; }
+    #kernels { height: 1fr; }
+    #problems { color: $error; height: auto; max-height: 8; }
+    #details { height: auto; padding: 0 1; }
+    #progress { padding: 0 1; }
+    #verdict { height: auto; padding: 0 1; }
+    #cases { height: 1fr; }
+    """
+    BINDINGS = [
+        Binding("c", "check", "Check", id="check"),
+        Binding("x", "cancel", "Cancel", id="cancel"),
+        Binding("r", "reload", "Reload", id="reload"),
+        Binding("q", "quit", "Quit", id="quit"),
+    ]
+
+    def __init__(self, paths: Sequence[str] = ()):
+        super().__init__()
+        self.paths = list(paths)
+        self.catalog = Catalog()
+        self.running: jobs.Outcome | None = None
+        self._cancel = threading.Event()
+        self._busy = False
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal():
+            with Vertical(id="left"):
+                yield DataTable(id="kernels", cursor_type="row", zebra_stripes=True)
+                yield Static(id="problems")
+            with Vertical(id="right"):
+                yield Static(id="details")
+                yield ProgressBar(id="progress", total=1, show_eta=False)
+                yield Static(id="verdict")
+                yield DataTable(id="cases", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"{machine.mode()} mode"
+        self.query_one("#kernels", DataTable).add_columns(*KERNEL_HEADERS)
+        self.query_one("#cases", DataTable).add_columns(*CHECK_HEADERS)
+        self.action_reload()
+
+    # -- kernel list -------------------------------------------------------------------------
+
+    def action_reload(self) -> None:
+        self.catalog = discover(self.paths)
+        table = self.query_one("#kernels", DataTable)
+        table.clear()
+        for k in self.catalog.kernels:
+            table.add_row(*kernel_row(k), key=k.name)
+        problems = "\n".join(f"cannot load: {p}" for p in self.catalog.problems)
+        self.query_one("#problems", Static).update(Text(problems))
+        self._show_details()
+
+    def selected(self) -> KernelEntry | None:
+        table = self.query_one("#kernels", DataTable)
+        if not self.catalog.kernels or table.cursor_row < 0:
+            return None
+        return self.catalog.kernels[min(table.cursor_row, len(self.catalog.kernels) - 1)]
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "kernels":
+            self._show_details()
+
+    def _show_details(self) -> None:
+        k = self.selected()
+        text = Text("no kernels found") if k is None else Text(k.name, style="bold")
+        if k:
+            text.append(f"  {k.file}" + (f"\n{k.description}" if k.description else ""))
+        text.append(
+            "\n"
+            + ", ".join(f"{a}{'' if ok else ' (needs GPU)'}" for a, ok in machine.actions().items())
+        )
+        self.query_one("#details", Static).update(text)
+
+    # -- check -------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "check":
+            return not self._busy
+        if action == "cancel":
+            return True if self._busy else None
+        return True
+
+    def action_check(self) -> None:
+        entry = self.selected()
+        if entry is None or self._busy:
+            return
+        self._busy = True
+        self._cancel.clear()
+        self.refresh_bindings()
+        self.query_one("#cases", DataTable).clear()
+        self.query_one("#verdict", Static).update(f"checking {entry.name} ...")
+        self.query_one("#progress", ProgressBar).update(total=1, progress=0)
+        self.run_check(entry)
+
+    def action_cancel(self) -> None:
+        self._cancel.set()
+
+    @work(thread=True, exclusive=True, group="job")
+    def run_check(self, entry: KernelEntry) -> None:
+        job = jobs.Job("check", entry, {})
+        outcome = jobs.run_job(
+            job, on_event=lambda e: self.call_from_thread(self._on_event, e), cancel=self._cancel
+        )
+        self.call_from_thread(self._on_outcome, outcome)
+
+    def _on_event(self, event: dict) -> None:
+        if event.get("event") == "progress":
+            bar = self.query_one("#progress", ProgressBar)
+            bar.update(total=max(event["total"], 1), progress=event["done"])
+        elif event.get("event") == "case":
+            self.query_one("#cases", DataTable).add_row(*check_row(event["case"]))
+
+    def _on_outcome(self, outcome: jobs.Outcome) -> None:
+        self._busy = False
+        self.refresh_bindings()
+        lines = [check_verdict(outcome.result)] if outcome.result else []
+        if outcome.problem:
+            lines.append(f"[{outcome.status}] {outcome.problem}")
+        if outcome.store_problem:
+            lines.append(f"not saved: {outcome.store_problem}")
+        lines.append(f"run {outcome.run_id} in {outcome.seconds:.1f} s")
+        self.query_one("#verdict", Static).update(Text("\n".join(lines)))
+
+
+def run_app(paths: Sequence[str] = ()) -> int:
+    WorkbenchApp(paths).run()
+    return 0
