@@ -131,6 +131,16 @@ def run_check(
     return report
 
 
+def check_case(
+    spec: KernelSpec, shape: Shape, dtype: str | None, device: str, seed: int = 0
+) -> CaseResult:
+    """One contiguous case, compared as `check` compares: what `bench` verifies before timing."""
+    case = CaseResult("bench", list(shape), dtype or "as given", "contiguous")
+    torch.manual_seed(seed)
+    _run_case(spec, case, shape, dtype, "contiguous", device)
+    return case
+
+
 def _run_case(
     spec: KernelSpec, case: CaseResult, shape: Shape, dtype: str | None, layout: str, device: str
 ) -> None:
