@@ -41,7 +41,17 @@ def problem_from_exception(exc: BaseException) -> Problem:
             "compile-error",
             f"Triton could not compile the kernel: {_compile_message(text)}",
             "fix the kernel source at the line shown",
-            *_compile_location(exc, file, line),
+            file,
+            line,
+            detail,
+        )
+    if name == "InterpreterError":  # the interpreter's face of a front-end (compile) error
+        return Problem(
+            "compile-error",
+            f"Triton rejected the kernel (interpreter): {first}",
+            "fix the kernel source at the line shown",
+            file,
+            line,
             detail,
         )
     return Problem(
@@ -55,32 +65,30 @@ def problem_from_exception(exc: BaseException) -> Problem:
 
 
 def _compile_message(text: str) -> str:
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    return lines[-1].strip() if lines else text
-
-
-def _compile_location(exc: BaseException, file: str | None, line: int | None) -> tuple:
-    """Triton's CompilationError knows the kernel's file and the failing line."""
-    src = getattr(exc, "src", None)
-    node = getattr(exc, "node", None)
-    fn_file = getattr(src, "fn", None) and getattr(getattr(src, "fn", None), "__code__", None)
-    if node is not None and hasattr(node, "lineno") and src is not None:
-        starting = getattr(getattr(src, "fn", None), "starting_line_number", None)
-        path = getattr(fn_file, "co_filename", None) if fn_file else None
-        if path and starting is not None:
-            return path, starting + node.lineno - 1
-    return file, line
+    """Triton's message opens with "at LINE:COL:" and the offending source; keep both and the
+    error itself (the last line)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return " | ".join(lines[:2] + lines[-1:]) if len(lines) > 3 else " | ".join(lines)
 
 
 def _user_frame(exc: BaseException) -> tuple[str | None, int | None]:
-    """The innermost traceback frame outside the workbench and the installed packages."""
-    found: tuple[str | None, int | None] = (None, None)
-    for frame, lineno in traceback.walk_tb(exc.__traceback__):
-        path = frame.f_code.co_filename
-        if path.startswith(_PACKAGE) or "site-packages" in path or path.startswith("<"):
-            continue
-        found = (path, lineno)
-    return found
+    """The innermost frame outside the workbench and the installed packages, looking first in the
+    exception that started it all (the interpreter wraps the kernel's own error)."""
+    chain: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and cur not in chain:
+        chain.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    for e in reversed(chain):
+        found: tuple[str | None, int | None] = (None, None)
+        for frame, lineno in traceback.walk_tb(e.__traceback__):
+            path = frame.f_code.co_filename
+            if path.startswith(_PACKAGE) or "site-packages" in path or path.startswith("<"):
+                continue
+            found = (path, lineno)
+        if found[0]:
+            return found
+    return None, None
 
 
 def problem_from_exit(returncode: int, stderr_tail: str) -> Problem:

@@ -1,0 +1,177 @@
+"""The foundation end to end: discovery, the job runner's faults, check verdicts, the store."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+from conftest import FAULTY, ROOT, cli
+
+from workbench import jobs
+from workbench.discovery import discover
+from workbench.errors import WorkbenchError
+from workbench.store import Store
+
+
+def check(name: str, timeout: float = 120.0, **params):
+    entry = discover([str(FAULTY)]).find(name)
+    return jobs.run_job(jobs.Job("check", entry, params, timeout=timeout))
+
+
+def test_list_reads_sources_without_importing_torch():
+    code = (
+        "import sys, json; from workbench.cli import main; main(['list', '--json']);"
+        "print(json.dumps(sorted(m for m in ('torch', 'triton') if m in sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    listing, imported = out.rsplit("\n", 2)[0], json.loads(out.strip().splitlines()[-1])
+    assert imported == []
+    names = {k["name"] for k in json.loads(listing)["kernels"]}
+    assert "vector_add" in names
+
+
+def test_broken_modules_are_reported_and_the_rest_still_list():
+    catalog = discover([str(FAULTY)])
+    names = {k.name for k in catalog.kernels}
+    assert {"fault_raises", "fault_strided", "raises_at_import"} <= names
+    problems = {os.path.basename(p.file): p for p in catalog.problems}
+    assert problems["syntax_error.py"].kind == "syntax-error"
+    assert problems["syntax_error.py"].line == 4
+    assert problems["missing_package.py"].kind == "missing-package"
+    assert "definitely_not_installed_pkg" in problems["missing_package.py"].cause
+    with pytest.raises(WorkbenchError) as err:
+        catalog.find("syntax_error")
+    assert err.value.problem.line == 4
+
+
+def test_unknown_kernel_suggests_close_names():
+    with pytest.raises(WorkbenchError) as err:
+        discover([str(FAULTY)]).find("fault_raise")
+    assert "fault_raises" in err.value.problem.remedy
+
+
+def test_exception_at_import_names_file_and_line():
+    out = check("raises_at_import")
+    assert out.status == "error" and out.problem.kind == "import-error"
+    src = (FAULTY / "raises_at_import.py").read_text().splitlines()
+    assert out.problem.file.endswith("raises_at_import.py")
+    assert "blok" in src[out.problem.line - 1]
+    assert "KeyError" in out.problem.cause
+
+
+def test_kernel_exception_is_a_case_error_with_the_users_line():
+    out = check("fault_raises")
+    case = out.result["cases"][0]
+    assert case["status"] == "error" and case["problem"]["kind"] == "exception"
+    assert case["problem"]["file"].endswith("faults.py")
+    assert "kernel wrapper exploded" in case["reason"]
+    assert out.result["correct"] is False
+
+
+def test_compile_error_points_at_the_kernel_line():
+    case = check("fault_compile").result["cases"][0]
+    assert case["problem"]["kind"] == "compile-error"
+    src = (FAULTY / "faults.py").read_text().splitlines()
+    assert "tl.arange(0, n)" in src[case["problem"]["line"] - 1]
+
+
+def test_hang_is_killed_at_the_timeout():
+    out = check("fault_hang", timeout=8)
+    assert out.status == "timeout" and out.problem.kind == "timeout"
+    assert out.seconds < 30
+
+
+@pytest.mark.parametrize("name, kind", [("fault_segfault", "segfault"), ("fault_abort", "abort")])
+def test_child_crash_ends_only_that_job(name, kind):
+    out = check(name)
+    assert out.status == "crash" and out.problem.kind == kind
+    assert check("fault_free_copy").result["correct"] is True  # the parent carries on
+
+
+def test_output_shape_mismatch_is_named():
+    case = check("fault_shape").result["cases"][0]
+    assert case["problem"]["kind"] == "shape-mismatch"
+    assert "(63,)" in case["reason"] and "(64,)" in case["reason"]
+
+
+def test_stride_only_errors_are_recognised():
+    result = check("fault_strided").result
+    by_layout = {c["layout"]: c for c in result["cases"]}
+    assert by_layout["contiguous"]["status"] == "passed"
+    assert by_layout["strided"]["status"] == "failed"
+    assert result["summary"]["stride_only_errors"] is True
+
+
+def test_bf16_is_skipped_in_the_interpreter_never_passed():
+    result = check("fault_free_copy").result
+    bf16 = [c for c in result["cases"] if c["dtype"] == "bfloat16"]
+    assert bf16 and all(c["status"] == "skipped" and "interpreter" in c["reason"] for c in bf16)
+    assert result["correct"] is True and result["summary"]["passed"] == 1
+
+
+def test_check_cli_exit_status_and_json():
+    bad = cli("check", "fault_strided", "--path", str(FAULTY), "--json")
+    assert bad.returncode == 1
+    assert json.loads(bad.stdout)["result"]["correct"] is False
+    good = cli("check", "vector_add", "--dtype", "float32", "--shapes", "irregular")
+    assert good.returncode == 0, good.stderr
+    assert "CORRECT" in good.stdout
+
+
+def test_unwritable_reports_keeps_the_result(tmp_path):
+    # A folder under a plain file can't be created, even by root (chmod would not stop root).
+    locked = tmp_path / "locked"
+    locked.write_text("")
+    out = cli(
+        "check",
+        "fault_free_copy",
+        "--path",
+        str(FAULTY),
+        "--json",
+        env={"WORKBENCH_REPORTS": str(locked / "reports")},
+    )
+    assert out.returncode == 3
+    data = json.loads(out.stdout)
+    assert data["result"]["correct"] is True
+    assert data["store_problem"]["kind"] == "store-unwritable"
+    assert "WORKBENCH_REPORTS" in data["store_problem"]["remedy"]
+
+
+def test_two_processes_writing_the_store_lose_nothing(_reports):
+    code = (
+        "import sys, time; from workbench.store import RunRecord, Store\n"
+        "for i in range(40):\n"
+        "    Store().record(RunRecord(f'{sys.argv[1]}-{i}', 'check', 'k', None, {}, 'ok',"
+        " time.time(), 0.1, 'h', 'cpu', None, {'i': i}, None, None))\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, tag], cwd=ROOT, env=os.environ.copy())
+        for tag in ("a", "b", "c")
+    ]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    ids = {r.id for r in Store().history(limit=1000)}
+    assert len(ids) == 120
+
+
+def test_history_lists_runs_newest_first():
+    check("fault_free_copy")
+    check("fault_strided")
+    out = cli("history", "--json")
+    runs = json.loads(out.stdout)
+    assert [r["kernel"] for r in runs[:2]] == ["fault_strided", "fault_free_copy"]
+    assert runs[0]["result"]["correct"] is False
+    assert cli("history", "fault_free_copy").stdout.count("fault_free_copy") == 1
+
+
+def test_cancel_stops_the_job():
+    cancel = threading.Event()
+    entry = discover([str(FAULTY)]).find("fault_hang")
+    threading.Timer(3.0, cancel.set).start()
+    out = jobs.run_job(jobs.Job("check", entry, {}, timeout=60), cancel=cancel)
+    assert out.status == "cancelled"
