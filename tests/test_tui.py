@@ -1,0 +1,61 @@
+"""The TUI, driven headlessly with Textual's Pilot; work runs through the real job runner."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import FAULTY, ROOT
+from rich.text import Text
+from textual.widgets import DataTable, Static
+
+from workbench.tui.app import WorkbenchApp
+
+
+def test_ui_process_imports_no_torch():
+    code = "import sys, workbench.tui.app; print('torch' in sys.modules, 'triton' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+async def test_kernel_list_and_a_check_with_its_verdict():
+    app = WorkbenchApp([str(FAULTY / "faults.py")])
+    async with app.run_test(size=(160, 40)) as pilot:
+        kernels = app.query_one("#kernels", DataTable)
+        names = [kernels.get_row_at(i)[0] for i in range(kernels.row_count)]
+        assert "fault_strided" in names
+        for _ in range(names.index("fault_strided")):
+            await pilot.press("down")
+        assert app.check_action("cancel", ()) is None  # nothing to cancel yet
+        await pilot.press("c")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        cases = app.query_one("#cases", DataTable)
+        statuses = sorted(cases.get_row_at(i)[0] for i in range(cases.row_count))
+        assert statuses == ["failed", "passed"]
+        verdict = app.query_one("#verdict", Static).render()
+        assert "NOT CORRECT" in str(verdict) and "stride only errors" in str(verdict)
+
+
+async def test_broken_modules_show_with_their_cause():
+    app = WorkbenchApp([str(FAULTY)])
+    async with app.run_test(size=(160, 40)):
+        problems = app.query_one("#problems", Static).render()
+        text = problems.plain if isinstance(problems, Text) else str(problems)
+        assert "syntax_error.py:4" in text and "definitely_not_installed_pkg" in text
+
+
+async def test_cancel_ends_a_hanging_check():
+    app = WorkbenchApp([str(FAULTY / "faults.py")])
+    async with app.run_test(size=(160, 40)) as pilot:
+        kernels = app.query_one("#kernels", DataTable)
+        names = [kernels.get_row_at(i)[0] for i in range(kernels.row_count)]
+        for _ in range(names.index("fault_hang")):
+            await pilot.press("down")
+        await pilot.press("c")
+        await pilot.pause(2.5)
+        assert app.check_action("cancel", ()) is True
+        await pilot.press("x")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "cancelled" in str(app.query_one("#verdict", Static).render())
