@@ -202,7 +202,7 @@ def _compare(
                     "fix the output allocation or the grid in kernel_fn (or the reference)",
                 )
             )
-        o64, r64 = o.detach().double().cpu(), r.detach().double().cpu()
+        o64, r64 = o.detach().double(), r.detach().double().to(o.device)
         case.numel += r64.numel()
         finite = torch.isfinite(r64)
         unwritten = torch.isnan(o64) & ~torch.isnan(r64)
@@ -270,7 +270,7 @@ def boundary_block(bad: torch.Tensor) -> int | None:
     shape = bad.shape
     block = 16
     while block <= max(shape):
-        in_tail = torch.zeros(len(where), dtype=torch.bool)
+        in_tail = torch.zeros(len(where), dtype=torch.bool, device=where.device)
         for d, size in enumerate(shape):
             if size % block and size >= block:
                 in_tail |= where[:, d] >= size // block * block
