@@ -33,7 +33,7 @@ RECORD_FIELDS = (
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
-    """"4096x4096" (or "4096,4096", or "268435456") -> (4096, 4096)."""
+    """Parse "4096x4096" (or "4096,4096", or "268435456") into (4096, 4096)."""
     parts = text.strip().lower().replace(",", "x").split("x")
     remedy = "write the sizes as positive integers joined by x, e.g. --shape 4096x4096"
     try:

@@ -137,9 +137,7 @@ def _run_all(
     return 0 if clean else 1
 
 
-def _bench(
-    entry: KernelEntry, params: dict, args: argparse.Namespace, doc: dict
-) -> jobs.Outcome:
+def _bench(entry: KernelEntry, params: dict, args: argparse.Namespace, doc: dict) -> jobs.Outcome:
     """Run one bench job; its records join doc as they arrive (a timeout keeps those so far)."""
 
     def on_event(event: dict) -> None:
@@ -151,8 +149,9 @@ def _bench(
             doc["records"].append(event["record"])
             rec = event["record"]
             _say(args, f"  {rec['status']:<6} {_where(rec)}  {fmt(rec.get('ms'), 4)} ms")
-        elif kind == "progress" and event.get("case") and "done" not in event:
-            _say(args, f"  {event['case']}")
+        elif kind == "progress" and event.get("case"):
+            step = f"[{event['done'] + 1}/{event['total']}] " if "done" in event else ""
+            _say(args, f"  {step}{event['case']}")
 
     return jobs.run_job(jobs.Job("bench", entry, params, timeout=args.timeout), on_event)
 
