@@ -23,6 +23,7 @@ from workbench.errors import WorkbenchError
 KINDS: dict[str, str] = {
     "check": "workbench.check:job",
     "bench": "workbench.bench:job",
+    "profile-target": "workbench.profilers.target:job",
 }
 
 

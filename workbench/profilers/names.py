@@ -1,0 +1,133 @@
+"""Names shared by the profiled child and the parent: NVTX ranges, filters, Triton kernel names.
+
+The child opens one push/pop range per config in the NVTX domain `workbench`, named
+`<kernel>:<shape>[:<dtype>]`; the parent builds ncu's filter for exactly those names before the
+child exists, so both sides derive them here. Kernel names come from the module's source (the
+spec's `jit=` entries): a Triton kernel is named after its Python function.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+DOMAIN = "workbench"
+_NVTX_SPECIAL = re.compile(r"([\\@,\[\]/*+])")
+
+
+@dataclass(frozen=True)
+class Config:
+    shape: tuple[int, ...]
+    dtype: str | None
+
+    @property
+    def label(self) -> str:
+        shape = "x".join(map(str, self.shape)) or "inputs"
+        return f"{shape}:{self.dtype}" if self.dtype else shape
+
+    def to_dict(self) -> dict:
+        return {"shape": list(self.shape), "dtype": self.dtype}
+
+
+def range_name(kernel: str, config: Config) -> str:
+    return f"{kernel}:{config.label}"
+
+
+def split_range(name: str, kernel: str) -> str:
+    """The config part of a range name ("" when the range is not one of ours)."""
+    return name[len(kernel) + 1 :] if name.startswith(kernel + ":") else ""
+
+
+def parse_config(text: str, default_dtype: str | None) -> Config:
+    """ "4096x1024", "4096x1024:float16", "1000,7:float32" or "inputs" -> Config."""
+    shape_text, _, dtype = text.partition(":")
+    shape_text = shape_text.strip()
+    if shape_text in ("", "inputs", "()"):
+        return Config((), dtype or default_dtype)
+    parts = [p for p in re.split(r"[x,\s]+", shape_text.strip("()[]")) if p]
+    if not parts or not all(p.isdigit() for p in parts):
+        raise ValueError(f"{text!r} is not SHAPE[:DTYPE] (e.g. 4096x1024:float16)")
+    return Config(tuple(int(p) for p in parts), dtype or default_dtype)
+
+
+def nvtx_escape(name: str) -> str:
+    """ncu's NVTX filter syntax gives `@ , [ ] / * +` a meaning; a backslash makes them plain."""
+    return _NVTX_SPECIAL.sub(r"\\\1", name)
+
+
+def nvtx_include(range_: str) -> str:
+    """Filter for one push/pop range of our domain (a single level needs the trailing `/`)."""
+    return f"{DOMAIN}@{nvtx_escape(range_)}/"
+
+
+def kernel_regex(names: list[str]) -> str | None:
+    """ncu `-k` value matching the Triton kernels by function name."""
+    if not names:
+        return None
+    alts = "|".join(re.escape(n) for n in sorted(set(names)))
+    return f"regex:^({alts})(_|$)"
+
+
+def jit_kernel_names(file: str, spec_name: str) -> list[str]:
+    """Function names of the spec's `jit=` entries, read from the source (imports nothing).
+
+    Follows `name = triton.autotune(...)(fn)`-style assignments to the decorated function.
+    Returns [] when the source does not say (then ncu is not filtered by kernel name).
+    """
+    try:
+        tree = ast.parse(Path(file).read_text(), filename=file)
+    except (OSError, SyntaxError, ValueError):
+        return []
+    defs = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    assigns = {
+        t.id: node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
+    jit_expr = _spec_keyword(tree, spec_name, "jit")
+    if not isinstance(jit_expr, (ast.Tuple, ast.List)):
+        return []
+    names: list[str] = []
+    for elt in jit_expr.elts:
+        name = _resolve(elt, defs, assigns, depth=0)
+        if name and name not in names:
+            names.append(name)
+    return names
+
+
+def _spec_keyword(tree: ast.Module, spec_name: str, key: str) -> ast.AST | None:
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        callee = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+        if callee != "KernelSpec":
+            continue
+        kw = {k.arg: k.value for k in node.keywords if k.arg}
+        name = kw.get("name") or (node.args[0] if node.args else None)
+        if isinstance(name, ast.Constant) and name.value == spec_name:
+            return kw.get(key)
+    return None
+
+
+def _resolve(node: ast.AST, defs: set[str], assigns: dict, depth: int) -> str | None:
+    if depth > 8:
+        return None
+    if isinstance(node, ast.Name):
+        if node.id in defs:
+            return node.id
+        if node.id in assigns:
+            return _resolve(assigns[node.id], defs, assigns, depth + 1)
+        return None
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Call):  # triton.autotune(...)(fn) or triton.jit(fn)
+        for arg in node.args:
+            found = _resolve(arg, defs, assigns, depth + 1)
+            if found:
+                return found
+    return None

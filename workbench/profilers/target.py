@@ -1,0 +1,82 @@
+"""Job kind "profile-target": the child process that ncu or nsys wraps (imports torch).
+
+For each config it first warms up outside any range (Triton compiles and autotunes there, so a
+range-filtered ncu never replays every autotune config), then calls the kernel `repeats` times
+inside a push/pop range of the NVTX domain `workbench`. With no profiler attached the NVTX calls
+cost nothing, so the same job also runs plain (and on CPU in interpreter mode).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from workbench.errors import fail
+from workbench.profilers.names import DOMAIN, Config, range_name
+from workbench.spec import KernelSpec
+
+
+def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
+    """params: configs [{shape, dtype}], warmup (calls before the range), repeats (inside it)."""
+    import nvtx
+    import torch
+
+    from workbench import tensors
+
+    configs = [Config(tuple(c["shape"]), c.get("dtype")) for c in params.get("configs") or []]
+    if not configs:
+        raise fail("no-config", "no shape/dtype to profile was given", "pass --config SHAPE")
+    warmup = max(int(params.get("warmup", 2)), 1)
+    repeats = max(int(params.get("repeats", 1)), 1)
+    cuda = ctx.device.startswith("cuda")
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize()
+
+    ranges = []
+    for i, config in enumerate(configs):
+        name = range_name(spec.name, config)
+        dtype = tensors.torch_dtype(config.dtype) if config.dtype else None
+        args = tuple(spec.make_inputs(config.shape, dtype, ctx.device))
+        ctx.emit({"event": "phase", "phase": "warmup", "range": name, "index": i})
+        start = time.perf_counter()
+        for _ in range(warmup):
+            spec.kernel_fn(*args)
+        sync()
+        warm_s = time.perf_counter() - start
+        ctx.emit({"event": "phase", "phase": "range", "range": name, "repeats": repeats})
+        start = time.perf_counter()
+        with nvtx.annotate(name, domain=DOMAIN):
+            for _ in range(repeats):
+                spec.kernel_fn(*args)
+            sync()  # inside the range, so its CPU span covers the GPU work (nsys)
+        ranges.append(
+            {
+                "range": name,
+                **config.to_dict(),
+                "warmup_s": round(warm_s, 4),
+                "range_s": round(time.perf_counter() - start, 4),
+            }
+        )
+        del args
+    ctx.emit({"event": "phase", "phase": "done", "ranges": len(ranges)})
+    return {
+        "kernel": spec.name,
+        "device": torch.cuda.get_device_name() if cuda else ctx.device,
+        "mode": "interpreter" if ctx.interpreter else "gpu",
+        "warmup": warmup,
+        "repeats": repeats,
+        "ranges": ranges,
+        "jit_kernels": [_jit_name(j) for j in spec.jit],
+        "summary": {"ranges": len(ranges), "repeats": repeats},
+    }
+
+
+def _jit_name(obj: Any) -> str:
+    """Autotuner/Heuristics wrap a JITFunction, which wraps the Python function: its name."""
+    for _ in range(8):
+        if hasattr(obj, "__code__"):
+            break
+        obj = getattr(obj, "fn", obj)
+    return getattr(obj, "__name__", repr(obj))
