@@ -108,12 +108,15 @@ def classify(
         )
     if "No kernels were profiled" in text:
         listed = available_kernels(text)
-        ran = listed or launched or []
-        ran_text = ", ".join(ran) if ran else "none reported"
+        if listed:
+            ran = f"kernels that ran: {', '.join(listed)}"
+        else:
+            ran = (
+                f"the spec's Triton kernels: {', '.join(launched) if launched else 'not declared'}"
+            )
         return Problem(
             "no-kernels-profiled",
-            f"ncu profiled no kernel: nothing matched {(filters or Filters()).describe()} "
-            f"(kernels the program launched: {ran_text})",
+            f"ncu profiled no kernel: nothing matched {(filters or Filters()).describe()} ({ran})",
             "check that the kernel's launches happen inside the range and that the kernel name "
             "filter matches (Triton names kernels after their Python function); "
             "a program that crashed before the range also gives this",
