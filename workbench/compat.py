@@ -107,6 +107,45 @@ def interpreter(enabled: bool) -> Iterator[None]:
             os.environ["TRITON_INTERPRET"] = old
 
 
+def interpreting() -> bool:
+    """Whether @triton.jit builds interpreted functions now (TRITON_INTERPRET is set)."""
+    from triton import knobs
+
+    return bool(knobs.runtime.interpret)
+
+
+def compilable_triton_helpers() -> int:
+    """Turn Triton's own @jit helpers (tl.sum, tl.cdiv, ...) back into compilable functions.
+
+    Imported under TRITON_INTERPRET=1, triton.language builds them as interpreted functions,
+    which the compiler cannot inline. Each is rebuilt as a JITFunction from the same Python
+    function and options, in every module namespace and class (tensor methods) that holds it.
+    Returns how many were rebuilt.
+    """
+    import sys
+
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    made: dict[int, Any] = {}
+
+    def rebuilt(value: Any) -> Any:
+        if id(value) not in made:
+            kwargs = getattr(value, "kwargs", None) or getattr(value.rewriter, "kwargs", {})
+            made[id(value)] = JITFunction(value.fn, **kwargs)
+        return made[id(value)]
+
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("triton.language") or module is None:
+            continue
+        spaces = [module] + [v for v in vars(module).values() if isinstance(v, type)]
+        for space in spaces:
+            for attr, value in list(vars(space).items()):
+                if isinstance(value, InterpretedFunction):
+                    setattr(space, attr, rebuilt(value))
+    return len(made)
+
+
 def line_info_disabled() -> bool:
     from triton import knobs
 
