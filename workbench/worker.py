@@ -22,6 +22,7 @@ from workbench.errors import WorkbenchError
 # kind -> "module:function"; imported only when that kind runs.
 KINDS: dict[str, str] = {
     "check": "workbench.check:job",
+    "ir": "workbench.ir_job:job",
     "bench": "workbench.bench:job",
     "profile-target": "workbench.profilers.target:job",
 }
