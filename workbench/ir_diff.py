@@ -1,0 +1,115 @@
+"""Differences between two compiled variants: resources first, then each IR stage (pure).
+
+Location noise (MLIR `loc(...)`, `#loc` lines, PTX `.loc`, SASS line comments, addresses and
+encodings) is dropped before diffing, so what remains is the code that changed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+_SASS_ADDR = re.compile(r"/\*[0-9a-f]{4,}\*/\s*")
+_SASS_ENCODING = re.compile(r"/\*\s*0x[0-9a-f]+\s*\*/")
+
+
+def _strip_locs(line: str) -> str:
+    """Remove every ` loc(...)` (balanced parentheses) from an MLIR line."""
+    while (start := line.find(" loc(")) >= 0:
+        depth, end = 0, len(line)
+        for j in range(start + 4, len(line)):
+            depth += {"(": 1, ")": -1}.get(line[j], 0)
+            if depth == 0:
+                end = j + 1
+                break
+        line = line[:start] + line[end:]
+    return line
+
+
+def normalize(stage: str, text: str) -> list[str]:
+    out = []
+    for line in text.splitlines():
+        s = line.rstrip()
+        if stage in ("ttir", "ttgir"):
+            if s.startswith("#loc"):
+                continue
+            s = _strip_locs(s)
+        elif stage == "llir":
+            if s.startswith("!") and ("DILocation" in s or "DILexicalBlock" in s):
+                continue
+            s = re.sub(r", !dbg !\d+", "", s)
+        elif stage == "ptx":
+            if s.strip().startswith((".loc", ".file")):
+                continue
+        elif stage == "sass":
+            if "//##" in s:
+                continue
+            s = _SASS_ENCODING.sub("", _SASS_ADDR.sub("", s)).rstrip()
+        if s.strip():
+            out.append(s)
+    return out
+
+
+@dataclass
+class StageDiff:
+    stage: str
+    added: int
+    removed: int
+    lines_a: int
+    lines_b: int
+    text: str
+
+    def to_dict(self, with_text: bool = False) -> dict:
+        d = {
+            "stage": self.stage,
+            "added": self.added,
+            "removed": self.removed,
+            "lines_a": self.lines_a,
+            "lines_b": self.lines_b,
+        }
+        if with_text:
+            d["text"] = self.text
+        return d
+
+
+def stage_diff(stage: str, a: str, b: str, name_a: str = "a", name_b: str = "b") -> StageDiff:
+    la, lb = normalize(stage, a), normalize(stage, b)
+    diff = list(difflib.unified_diff(la, lb, name_a, name_b, lineterm="", n=2))
+    added = sum(1 for d in diff if d.startswith("+") and not d.startswith("+++"))
+    removed = sum(1 for d in diff if d.startswith("-") and not d.startswith("---"))
+    return StageDiff(stage, added, removed, len(la), len(lb), "\n".join(diff))
+
+
+RESOURCE_FIELDS = (
+    "regs",
+    "spill_bytes",
+    "shared_bytes",
+    "num_warps",
+    "num_stages",
+    "occupancy_percent",
+    "active_warps",
+    "limiter",
+)
+
+
+def _flat(res: dict | None) -> dict:
+    res = res or {}
+    occ = res.get("occupancy") or {}
+    return {
+        **{k: res.get(k) for k in RESOURCE_FIELDS[:5]},
+        "occupancy_percent": occ.get("percent"),
+        "active_warps": occ.get("active_warps"),
+        "limiter": occ.get("limiter"),
+    }
+
+
+def resource_changes(a: dict | None, b: dict | None) -> list[tuple[str, object, object, object]]:
+    """(field, a, b, b - a) for each resource figure; the delta is None for text or missing."""
+    fa, fb = _flat(a), _flat(b)
+    rows = []
+    for k in RESOURCE_FIELDS:
+        va, vb = fa[k], fb[k]
+        numeric = isinstance(va, (int, float)) and isinstance(vb, (int, float))
+        rows.append((k, va, vb, round(vb - va, 1) if numeric else None))
+    return rows
