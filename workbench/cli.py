@@ -13,7 +13,7 @@ from workbench.errors import WorkbenchError
 from workbench.render import print_json, print_problem
 
 # One module per command under workbench/commands, each with add_parser(sub) and run(args).
-COMMANDS = ("list", "check", "history", "bench", "profile")
+COMMANDS = ("list", "check", "history", "bench", "profile", "ir", "resources")
 
 
 def build_parser() -> argparse.ArgumentParser:
