@@ -83,7 +83,9 @@ def occupancy_finding(res: Resources, config: str, where: Key | None = None) -> 
         return None
     return Finding(
         id="low-occupancy",
-        title=f"theoretical occupancy {occ.percent:g}% ({occ.active_warps}/{occ.max_warps} "
+        title=f"cannot launch on {occ.arch}: {occ.reason}"
+        if occ.limiter == "launch"
+        else f"theoretical occupancy {occ.percent:g}% ({occ.active_warps}/{occ.max_warps} "
         f"warps), limited by {occ.limiter}",
         severity="medium" if occ.blocks_per_sm else "high",
         evidence={

@@ -99,13 +99,15 @@ def intercepted(launches: list[Launch], targets: set[int] | None) -> Iterator[No
         jit_cls.run, tune_cls.run = jit_run, tune_run
 
 
-def capture(spec: KernelSpec, device: str) -> list[Launch]:
-    """Every launch kernel_fn makes for the first check shape and dtype."""
+def capture(spec: KernelSpec, device: str, dtype_name: str | None = None) -> list[Launch]:
+    """Every launch kernel_fn makes for the first check shape, in `dtype_name` (default: the
+    spec's first dtype)."""
     from workbench import tensors
 
     sets = [s for s in spec.shapes if s != "bench"] or list(spec.shapes)
     shape = spec.shape_set(sets[0])[0] if sets else ()
-    dtype = tensors.torch_dtype(spec.dtypes[0]) if spec.dtypes else None
+    dtype_name = dtype_name or (spec.dtypes[0] if spec.dtypes else None)
+    dtype = tensors.torch_dtype(dtype_name) if dtype_name else None
     targets = {id(compat.base_function(j)) for j in spec.jit} if spec.jit else None
     launches: list[Launch] = []
     try:

@@ -20,6 +20,7 @@ from workbench.ir_diff import resource_changes, stage_diff
 from workbench.occupancy import parse_arch
 from workbench.render import fmt, print_json, print_problem, table
 from workbench.sourcemap import STAGES
+from workbench.spec import DTYPES
 
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90")
 SHOWN_PER_STAGE = 24
@@ -47,6 +48,7 @@ def add_selection_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--arch", choices=ARCHS, help="compile for this arch (default: the GPU, else sm_90)"
     )
+    p.add_argument("--dtype", choices=DTYPES, help="input dtype (default: the kernel's first)")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds (default 900)")
 
 
@@ -62,6 +64,7 @@ def ir_job(
         "arch": parse_arch(args.arch) if args.arch else None,
         "configs": configs,
         "stages": stages,
+        "dtype": args.dtype,
         "out": os.path.abspath(args.out) if getattr(args, "out", None) else None,
         **extra,
     }
