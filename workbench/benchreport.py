@@ -150,7 +150,8 @@ def markdown(doc: dict) -> str:
         "the same shape. roofline = floor / time, where floor = max(bytes / copy bandwidth, "
         "FLOPs / matmul rate) with the measured ceilings above; bound names the larger term. "
         "`vs torch` and `vs compile` are the eager and `torch.compile`d reference's time over the "
-        "kernel's (above 1: the kernel is faster).",
+        "kernel's (above 1: the kernel is faster); `torch.compile` runs in its default mode "
+        "with static shapes.",
         "",
         "| " + " | ".join(TABLE_HEADERS) + " |",
         "|" + "|".join("---" if i < 3 else "--:" for i in range(len(TABLE_HEADERS))) + "|",
@@ -161,6 +162,8 @@ def markdown(doc: dict) -> str:
     if not doc.get("records"):
         lines.append("| " + " | ".join(["(no results)"] + [""] * (len(TABLE_HEADERS) - 1)) + " |")
     notes += _kernel_notes(doc)
+    if doc.get("interrupted"):
+        notes.append("interrupted: the kernels after the last one listed did not run")
     notes += [f"{p.get('file') or '-'}: {p.get('cause')}" for p in doc.get("problems", [])]
     if notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in notes]
@@ -171,13 +174,13 @@ def markdown(doc: dict) -> str:
 def ceilings_line(ceil: dict) -> str:
     by_dtype = ceil.get("matmul_tflops", {})
     mm = ", ".join(
-        f"{'float32 (TF32)' if dtype == 'float32' else dtype} {_num(tf)} TFLOP/s at {size}³"
+        f"{'float32 (TF32)' if dtype == 'float32' else dtype} {num(tf)} TFLOP/s at {size}³"
         for dtype, by_size in by_dtype.items()
         for size, tf in sorted(by_size.items(), key=lambda kv: -int(kv[0]))
     )
     versions = f"torch {ceil.get('torch', '?')}, Triton {ceil.get('triton', '?')}"
     return (
-        f"Measured ceilings: copy {_num(ceil['copy_gbps'])} GB/s (device-to-device, bytes read + "
+        f"Measured ceilings: copy {num(ceil['copy_gbps'])} GB/s (device-to-device, bytes read + "
         f"written); `torch.matmul` {mm}. {versions}."
     )
 
@@ -198,10 +201,10 @@ def _row(rec: dict, notes: list[str]) -> list[str]:
         rec["name"],
         shape_text(rec["shape"]),
         rec["dtype"],
-        _num(rec["ms"], 4),
-        _num(rec.get("gbps")),
-        _num(rec.get("tflops")),
-        _num(rec.get("roofline_ratio"), 2),
+        num(rec["ms"], 4),
+        num(rec.get("gbps")),
+        num(rec.get("tflops")),
+        ratio(rec.get("roofline_ratio")),
         rec.get("bound") or "-",
         _speedup(rec.get("speedup_vs_torch")),
         compile_cell,
@@ -228,7 +231,11 @@ def _speedup(value: float | str | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
 
-def _num(value: float | None, digits: int = 3) -> str:
+def ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def num(value: float | None, digits: int = 3) -> str:
     """Three significant figures, but never scientific notation for big numbers."""
     if value is None:
         return "-"

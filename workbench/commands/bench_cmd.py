@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 
 from workbench import benchreport, jobs, machine, store
-from workbench.benchreport import shape_text
+from workbench.benchreport import num, ratio, shape_text
 from workbench.cli import add_json_option, add_path_option
 from workbench.discovery import KernelEntry, discover
 from workbench.errors import fail
-from workbench.render import fmt, print_json, print_problem, table
+from workbench.render import print_json, print_problem, table
 from workbench.spec import DTYPES
 
 
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_one(entry: KernelEntry, params: dict, args: argparse.Namespace) -> int:
     doc = benchreport.new_doc()
-    outcome = _bench(entry, params, args, doc)
+    outcome = _bench(entry, params, args, doc, _add_kernel(doc, entry))
     if args.out:
         _write(doc, args.out, quiet=args.json)
     if args.json:
@@ -107,23 +107,22 @@ def _run_all(
     doc = benchreport.new_doc()
     doc["problems"] = [p.to_dict() for p in problems]
     clean = True
-    for n, entry in enumerate(entries, 1):
-        _say(args, f"[{n}/{len(entries)}] {entry.name}")
-        kernel: dict = {"name": entry.name, "file": _rel(entry.file), "check": None, "bench": None}
-        doc["kernels"].append(kernel)
-        checked = jobs.run_job(jobs.Job("check", entry, {}, timeout=args.timeout))
-        kernel["check"] = _check_summary(checked)
-        _say(args, f"  check: {kernel['check']['status']} {kernel['check'].get('reason', '')}")
-        _write(doc, out, quiet=True)
-        outcome = _bench(entry, params, args, doc)
-        kernel["bench"] = {
-            "status": outcome.status,
-            "run_id": outcome.run_id,
-            "reason": outcome.problem.cause if outcome.problem else "",
-        }
-        _write(doc, out, quiet=True)
-        ok = outcome.status == "ok" and kernel["check"]["status"] == "correct"
-        clean = clean and ok and all(r["status"] == "ok" for r in doc["records"])
+    try:
+        for n, entry in enumerate(entries, 1):
+            _say(args, f"[{n}/{len(entries)}] {entry.name}")
+            kernel = _add_kernel(doc, entry)
+            checked = jobs.run_job(jobs.Job("check", entry, {}, timeout=args.timeout))
+            kernel["check"] = _check_summary(checked)
+            _say(args, f"  check: {kernel['check']['status']} {kernel['check']['reason']}")
+            _write(doc, out, quiet=True)
+            outcome = _bench(entry, params, args, doc, kernel)
+            _write(doc, out, quiet=True)
+            ok = outcome.status == "ok" and kernel["check"]["status"] == "correct"
+            clean = clean and ok and all(r["status"] == "ok" for r in doc["records"])
+    except KeyboardInterrupt:
+        doc["interrupted"] = True
+        _write(doc, out, quiet=args.json)
+        raise
     json_path, md_path = _write(doc, out, quiet=True)
     if args.json:
         print_json(doc)
@@ -137,7 +136,15 @@ def _run_all(
     return 0 if clean else 1
 
 
-def _bench(entry: KernelEntry, params: dict, args: argparse.Namespace, doc: dict) -> jobs.Outcome:
+def _add_kernel(doc: dict, entry: KernelEntry) -> dict:
+    kernel = {"name": entry.name, "file": _rel(entry.file), "check": None, "bench": None}
+    doc["kernels"].append(kernel)
+    return kernel
+
+
+def _bench(
+    entry: KernelEntry, params: dict, args: argparse.Namespace, doc: dict, kernel: dict
+) -> jobs.Outcome:
     """Run one bench job; its records join doc as they arrive (a timeout keeps those so far)."""
 
     def on_event(event: dict) -> None:
@@ -148,12 +155,18 @@ def _bench(entry: KernelEntry, params: dict, args: argparse.Namespace, doc: dict
         elif kind == "record":
             doc["records"].append(event["record"])
             rec = event["record"]
-            _say(args, f"  {rec['status']:<6} {_where(rec)}  {fmt(rec.get('ms'), 4)} ms")
+            _say(args, f"  {rec['status']:<6} {_where(rec)}  {num(rec.get('ms'), 4)} ms")
         elif kind == "progress" and event.get("case"):
             step = f"[{event['done'] + 1}/{event['total']}] " if "done" in event else ""
             _say(args, f"  {step}{event['case']}")
 
-    return jobs.run_job(jobs.Job("bench", entry, params, timeout=args.timeout), on_event)
+    outcome = jobs.run_job(jobs.Job("bench", entry, params, timeout=args.timeout), on_event)
+    kernel["bench"] = {
+        "status": outcome.status,
+        "run_id": outcome.run_id,
+        "reason": outcome.problem.cause if outcome.problem else "",
+    }
+    return outcome
 
 
 def _check_summary(outcome: jobs.Outcome) -> dict:
@@ -184,11 +197,11 @@ def summary_table(records: list[dict]) -> str:
             shape_text(r["shape"]),
             r["dtype"],
             r["status"],
-            fmt(r.get("ms"), 4),
-            fmt(r.get("gbps")),
-            fmt(r.get("tflops")),
-            fmt(r.get("roofline_ratio"), 2),
-            fmt(r.get("speedup_vs_torch"), 3),
+            num(r.get("ms"), 4),
+            num(r.get("gbps")),
+            num(r.get("tflops")),
+            ratio(r.get("roofline_ratio")),
+            ratio(r.get("speedup_vs_torch")),
             _compile_cell(r.get("speedup_vs_compile")),
         )
         for r in records
@@ -198,7 +211,7 @@ def summary_table(records: list[dict]) -> str:
 
 
 def _compile_cell(value: float | str | None) -> str:
-    return value if isinstance(value, str) else fmt(value, 3)
+    return value if isinstance(value, str) else ratio(value)
 
 
 def _where(rec: dict) -> str:

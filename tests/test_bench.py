@@ -1,0 +1,216 @@
+"""bench on a CPU machine: the refusal, argument errors, the roofline arithmetic, and the report
+generated from benchmark results saved on the GPU host (tests/fixtures/bench_*.json)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+from conftest import FIXTURES, ROOT
+
+from workbench import benchreport
+from workbench.ceilings import Ceilings
+from workbench.cli import main
+from workbench.errors import WorkbenchError
+
+BENCH_FIXTURES = sorted(FIXTURES.glob("bench_*.json"))
+
+
+def _cli_in_child(argv: list[str], reports) -> tuple[dict, str]:  # type: ignore[no-untyped-def]
+    """Run the CLI in a fresh interpreter; report its exit status and which heavy modules loaded."""
+    code = (
+        "import sys, json; from workbench.cli import main; rc = main(sys.argv[1:]);"
+        "heavy = sorted(m for m in ('torch', 'triton') if m in sys.modules);"
+        "print(json.dumps({'rc': rc, 'heavy': heavy}))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "WORKBENCH_DEVICE": "cpu", "WORKBENCH_REPORTS": reports},
+        timeout=60,
+    )
+    return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
+
+
+@pytest.mark.parametrize("argv", [["bench", "vector_add"], ["bench", "--all"]])
+def test_bench_without_gpu_refuses_plainly_and_starts_nothing(argv, _reports):
+    outcome, stderr = _cli_in_child(argv, str(_reports))
+    assert outcome == {"rc": 2, "heavy": []}
+    assert "`bench` needs a CUDA GPU and this machine has none" in stderr
+    assert not _reports.exists()  # no child ran: no run folder, no store
+
+
+def test_bench_refusal_as_json(capsys):
+    assert main(["bench", "vector_add", "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["kind"] == "needs-gpu" and "CUDA GPU" in error["cause"]
+
+
+@pytest.mark.parametrize(
+    ("text", "shape"),
+    [("4096x4096", (4096, 4096)), ("268435456", (268435456,)), (" 8,2X3 ", (8, 2, 3))],
+)
+def test_parse_shape(text, shape):
+    assert benchreport.parse_shape(text) == shape
+
+
+@pytest.mark.parametrize("text", ["", "4096x", "x", "12xq", "0x5", "-3", "1.5", "4096 x 4096 x"])
+def test_parse_shape_rejects(text):
+    with pytest.raises(WorkbenchError) as info:
+        benchreport.parse_shape(text)
+    assert info.value.problem.kind == "bad-shape"
+    assert "--shape 4096x4096" in info.value.problem.remedy
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_bad_arguments_are_refused_before_anything_runs(device, monkeypatch, capsys, _reports):
+    monkeypatch.setenv("WORKBENCH_DEVICE", device)  # even on a GPU host: no job starts
+    assert main(["bench", "vector_add", "--shape", "12xq"]) == 2
+    assert "'12xq' is not a list of integers" in capsys.readouterr().err
+    assert main(["bench", "--all", "--shape", "64"]) == 2
+    assert "--shape applies to one kernel" in capsys.readouterr().err
+    assert main(["bench"]) == 2
+    assert main(["bench", "vector_add", "--all"]) == 2
+    assert "not both" in capsys.readouterr().err
+    assert not _reports.exists()
+
+
+def test_floor_is_the_slower_of_bytes_and_flops():
+    # 3 GB at 3000 GB/s = 1 ms; 1 GFLOP at 745 TFLOP/s is far less: memory-bound.
+    assert benchreport.floor_ms(3e9, 1e9, 3000.0, 745.0) == pytest.approx((1.0, "memory"))
+    # 8192^3 matmul: 2 * 8192^3 FLOP at 745 TFLOP/s = 1.47585 ms; 403 MB at 3 TB/s = 0.134 ms.
+    floor, bound = benchreport.floor_ms(3 * 8192**2 * 2, 2 * 8192**3, 3000.0, 745.0)
+    assert bound == "compute" and floor == pytest.approx(1.475854, rel=1e-6)
+    assert benchreport.floor_ms(None, 2e12, 3000.0, 1000.0) == pytest.approx((2.0, "compute"))
+    assert benchreport.floor_ms(3e9, None, 3000.0, 1000.0) == pytest.approx((1.0, "memory"))
+    assert benchreport.floor_ms(None, None, 3000.0, 1000.0) == (None, None)
+
+
+def test_rates_ratio_and_speedup():
+    assert benchreport.rates(2.0, 6e9, 4e12) == pytest.approx((3000.0, 2000.0))
+    assert benchreport.rates(2.0, None, None) == (None, None)
+    assert benchreport.roofline_ratio(2.0, 1.0) == 0.5
+    assert benchreport.roofline_ratio(2.0, None) is None
+    assert benchreport.speedup(3.0, 1.5) == 2.0
+    assert benchreport.speedup(None, 1.5) is None
+
+
+def test_matmul_rate_takes_the_best_size_and_falls_back_to_bf16():
+    ceil = Ceilings(
+        "GPU",
+        "t",
+        "tr",
+        3000.0,
+        {"bfloat16": {"8192": 745.0, "4096": 700.0}, "float32": {"8192": 350.0}},
+        50 << 20,
+        "now",
+    )
+    assert ceil.matmul_rate("bfloat16") == 745.0
+    assert ceil.matmul_rate("float32") == 350.0
+    assert ceil.matmul_rate("float16") == 745.0
+    assert ceil.matmul_rate(None) == 745.0
+
+
+def _load(path) -> dict:  # type: ignore[no-untyped-def]
+    return json.loads(path.read_text())
+
+
+def test_there_is_a_real_fixture():
+    assert BENCH_FIXTURES, "tests/fixtures/bench_*.json: saved GPU results are missing"
+
+
+@pytest.mark.parametrize("path", BENCH_FIXTURES, ids=lambda p: p.stem)
+def test_fixture_records_follow_the_schema_and_the_arithmetic(path):
+    doc = _load(path)
+    assert doc["schema"] == benchreport.SCHEMA and doc["records"]
+    ceil = doc["ceilings"]
+    assert ceil["device"] == doc["device"] and ceil["copy_gbps"] > 0
+    for rec in doc["records"]:
+        assert set(benchreport.RECORD_FIELDS) <= set(rec)
+        assert rec["device"] == doc["device"] and rec["status"] == "ok"
+        assert isinstance(rec["shape"], list) and all(isinstance(d, int) for d in rec["shape"])
+        assert rec["check"]["status"] == "passed"
+        assert 0 < rec["ms_p20"] <= rec["ms"] <= rec["ms_p80"]
+        gbps, tflops = benchreport.rates(rec["ms"], rec["bytes"], rec["flops"])
+        assert rec["gbps"] == pytest.approx(gbps) and rec["tflops"] == pytest.approx(tflops)
+        rate = max(
+            ceil["matmul_tflops"].get(rec["dtype"], ceil["matmul_tflops"]["bfloat16"]).values()
+        )
+        floor, bound = benchreport.floor_ms(rec["bytes"], rec["flops"], ceil["copy_gbps"], rate)
+        assert (rec["floor_ms"], rec["bound"]) == (pytest.approx(floor), bound)
+        assert rec["roofline_ratio"] == pytest.approx(floor / rec["ms"])
+        assert 0.3 < rec["roofline_ratio"] < 1.1  # past 1.1 the byte model or the timing is off
+        assert rec["speedup_vs_torch"] == pytest.approx(rec["torch_ms"] / rec["ms"])
+        compiled = rec["speedup_vs_compile"]
+        assert compiled == pytest.approx(rec["compile_ms"] / rec["ms"]) or compiled.startswith(
+            "n/a"
+        )
+
+
+@pytest.mark.parametrize("path", BENCH_FIXTURES, ids=lambda p: p.stem)
+def test_markdown_from_a_real_result(path):
+    doc = _load(path)
+    text = benchreport.markdown(doc)
+    assert text.startswith(f"# Benchmarks on {doc['device']}\n")
+    assert f"copy {benchreport.num(doc['ceilings']['copy_gbps'])} GB/s" in text
+    rows = [line for line in text.splitlines() if line.startswith(f"| {doc['records'][0]['name']}")]
+    assert len(rows) == len(doc["records"])
+    for rec, row in zip(doc["records"], rows):
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[:4] == [
+            rec["name"],
+            benchreport.shape_text(rec["shape"]),
+            rec["dtype"],
+            benchreport.num(rec["ms"], 4),
+        ]
+        assert cells[6] == f"{rec['roofline_ratio']:.2f}" and cells[7] == rec["bound"]
+        assert cells[8] == f"{rec['speedup_vs_torch']:.2f}x"
+    assert "## Notes" not in text  # every case of the fixture passed and compiled
+
+
+def test_markdown_says_what_failed():
+    doc = _load(BENCH_FIXTURES[0])
+    broken = copy.deepcopy(doc)
+    first, second = broken["records"][0], broken["records"][1]
+    first.update(status="failed", reason="correctness check failed: 12 of 99 outputs not written")
+    second["speedup_vs_compile"] = "n/a: BackendCompilerFailed: no C compiler"
+    broken["kernels"] = [
+        {
+            "name": "softmax",
+            "check": {"status": "timeout", "reason": "ran past 900 s"},
+            "bench": None,
+        }
+    ]
+    broken["interrupted"] = True
+    text = benchreport.markdown(broken)
+    assert "| FAILED |" in text and "12 of 99 outputs not written" in text
+    assert "| n/a |" in text and "torch.compile n/a: BackendCompilerFailed" in text
+    assert "softmax: check timeout: ran past 900 s" in text
+    assert "interrupted" in text
+    empty = benchreport.markdown(benchreport.new_doc())
+    assert "(no results)" in empty and "unknown device" in empty
+
+
+def test_write_replaces_both_files(tmp_path):
+    doc = _load(BENCH_FIXTURES[0])
+    json_path, md_path = benchreport.write(doc, tmp_path / "h100")
+    assert json.loads(json_path.read_text()) == doc
+    assert md_path.read_text() == benchreport.markdown(doc)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(WorkbenchError) as info:
+        benchreport.write(doc, blocker / "out")
+    assert info.value.problem.kind == "report-unwritable"
+
+
+def test_number_format():
+    assert benchreport.num(4322.72) == "4,323"
+    assert benchreport.num(0.7451840043, 4) == "0.7452"
+    assert benchreport.num(None) == "-"
+    assert math.isclose(float(benchreport.num(94.97)), 95.0)
