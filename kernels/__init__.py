@@ -1,0 +1,1 @@
+"""The kernel library: one module per kernel family, each declaring its KernelSpecs."""
