@@ -9,6 +9,7 @@ target gives exactly the specialisation a real launch would compile (child proce
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib.util
 import sys
 from collections.abc import Iterator
@@ -64,6 +65,15 @@ class Launch:
         return Launch(self.fn, tuple(args), kwargs, {**self.config, **values})
 
 
+def _snapshot(arg: Any) -> Any:
+    """A copy of a host-side TMA descriptor, whose block shape a config's pre_hook rewrites in
+    place for every config; other arguments as they are."""
+    if hasattr(arg, "block_shape") and hasattr(arg, "base"):
+        arg = copy.copy(arg)
+        arg.block_shape = list(arg.block_shape)
+    return arg
+
+
 def _arg_kwargs(fn: Any, kwargs: dict) -> dict:
     names = {p.name for p in fn.params}
     return {k: v for k, v in kwargs.items() if k in names}
@@ -79,12 +89,16 @@ def intercepted(launches: list[Launch], targets: set[int] | None) -> Iterator[No
 
     def run(self: Any, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
         if targets is None or id(self) in targets:
-            launches.append(Launch(self, args, kwargs, dict(current[0])))
+            launches.append(Launch(self, tuple(map(_snapshot, args)), kwargs, dict(current[0])))
         return None
 
     def tune(self: Any, *args: Any, **kwargs: Any) -> Any:
+        named = {**dict(zip(self.arg_names, args)), **kwargs}
+        named.pop("grid", None), named.pop("warmup", None)
         for config in self.configs:
             values = config.all_kwargs()
+            if config.pre_hook:  # e.g. sets TMA descriptors' block shapes, as the autotuner does
+                config.pre_hook({**named, **values})
             current[0] = values
             try:
                 self.fn.run(*args, **{**kwargs, **values})

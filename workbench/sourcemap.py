@@ -39,6 +39,8 @@ class StageMap:
 
     stage: str
     lines: dict[Key, list[int]] = field(default_factory=dict)
+    callers: dict[Key, set[Key]] = field(default_factory=dict)
+    """Library line -> the kernel lines it was inlined into (PTX only; a hint for SASS)."""
 
     def add(self, key: Key | None, ir_line: int) -> None:
         if key is not None:
@@ -258,6 +260,7 @@ _PTX_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
 _PTX_LOC = re.compile(
     r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)(?:.*?inlined_at\s+(\d+)\s+(\d+)\s+(\d+))?"
 )
+_PTX_AT = re.compile(r"([^\s@\[\]:]+):(\d+):(\d+)")
 
 
 def map_ptx(text: str, library: Callable[[str], bool] = is_library) -> StageMap:
@@ -265,6 +268,7 @@ def map_ptx(text: str, library: Callable[[str], bool] = is_library) -> StageMap:
     caller is known from the `.loc` that introduced it just before."""
     lines = text.splitlines()
     files = {m.group(1): m.group(2) for m in map(_PTX_FILE.match, lines) if m}
+    by_name = {os.path.basename(path): path for path in files.values()}
     folded: dict[Frame, Key | None] = {}
     current: Key | None = None
     result = StageMap("ptx")
@@ -272,13 +276,19 @@ def map_ptx(text: str, library: Callable[[str], bool] = is_library) -> StageMap:
         m = _PTX_LOC.match(line)
         if m:
             here = (files.get(m.group(1), m.group(1)), int(m.group(2)), int(m.group(3)))
-            if m.group(4) is None:
+            if m.group(4) is None and "@[" in line:  # 3.4: the callers only in the comment
+                at = line[line.index("@[") :]
+                chain = [(by_name.get(f, f), int(ln), int(c)) for f, ln, c in _PTX_AT.findall(at)]
+                current = fold([here, *chain], library)
+            elif m.group(4) is None:
                 current = fold([here], library)
             else:
                 caller = (files.get(m.group(4), m.group(4)), int(m.group(5)), int(m.group(6)))
                 outer = fold([caller], library) or folded.get(caller)
                 current = fold([here], library) or outer
             folded[here] = current
+            if library(here[0]) and current is not None:
+                result.callers.setdefault(here[:2], set()).add(current)
             continue
         stripped = line.strip()
         if _is_ptx_instruction(stripped):
@@ -298,9 +308,15 @@ _SASS_FILE = re.compile(
 _SASS_INSN = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/")
 
 
-def map_sass(text: str, library: Callable[[str], bool] = is_library) -> StageMap:
+def map_sass(
+    text: str,
+    library: Callable[[str], bool] = is_library,
+    callers: dict[Key, set[Key]] | None = None,
+) -> StageMap:
     """SASS from `nvdisasm -c -gi`: a run of `//## File` comments (innermost first, each with
-    its `inlined at` caller) describes the instructions after it."""
+    its `inlined at` caller) describes the instructions after it. Where the cubin has no
+    inlining records (Triton 3.4), a library line goes to the one kernel line that the PTX
+    shows it inlined into (`callers`), and stays unmapped when there are several."""
     result = StageMap("sass")
     group: list[Frame] = []
     current: Key | None = None
@@ -313,7 +329,7 @@ def map_sass(text: str, library: Callable[[str], bool] = is_library) -> StageMap
             group.append((m.group(1), int(m.group(2)), int(m.group(3) or 0)))
             if m.group(4):
                 group.append((m.group(4), int(m.group(5)), 0))
-            current = fold(group, library)
+            current = fold(group, library) or _only_caller(group, callers or {})
             continue
         in_group = False
         if _SASS_INSN.match(line):
@@ -321,12 +337,19 @@ def map_sass(text: str, library: Callable[[str], bool] = is_library) -> StageMap
     return result
 
 
+def _only_caller(frames: list[Frame], callers: dict[Key, set[Key]]) -> Key | None:
+    for file, line, _ in frames:
+        found = callers.get((file, line), set())
+        if len(found) == 1:
+            return next(iter(found))
+    return None
+
+
 MAPPERS: dict[str, Callable[[str], StageMap]] = {
     "ttir": lambda text: map_mlir(text, "ttir"),
     "ttgir": lambda text: map_mlir(text, "ttgir"),
     "llir": map_llir,
     "ptx": map_ptx,
-    "sass": map_sass,
 }
 
 
@@ -339,7 +362,10 @@ class SourceMap:
 
     @classmethod
     def build(cls, texts: dict[str, str]) -> SourceMap:
-        stages = {s: MAPPERS[s](texts[s]) for s in STAGES if s in texts}
+        stages = {s: MAPPERS[s](texts[s]) for s in STAGES if s in texts and s in MAPPERS}
+        if "sass" in texts:
+            ptx = stages.get("ptx") or map_ptx(texts.get("ptx", ""))
+            stages["sass"] = map_sass(texts["sass"], callers=ptx.callers)
         return cls(stages, {s: texts[s] for s in stages})
 
     def files(self) -> list[str]:
