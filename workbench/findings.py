@@ -222,7 +222,10 @@ def constexpr_findings(source: str, file: str, first_line: int) -> list[Finding]
         return []
     found = []
     for arg in func.args.args:
-        note = ast.unparse(arg.annotation) if arg.annotation else ""
+        note = arg.annotation
+        if isinstance(note, ast.Constant) and isinstance(note.value, str):
+            note = note.value  # a string annotation: "tl.constexpr"
+        note = ast.unparse(note) if isinstance(note, ast.AST) else str(note or "")
         if _BLOCK_NAME.search(arg.arg) and not note.endswith("constexpr"):
             found.append(
                 Finding(
@@ -265,7 +268,7 @@ def host_sync_findings(
                         line=first_line + node.lineno - 1,
                     )
                 )
-    return found
+    return sorted(found, key=lambda f: (f.file or "", f.line or 0))
 
 
 def merge(findings: Iterable[Finding]) -> list[Finding]:

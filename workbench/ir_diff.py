@@ -45,7 +45,7 @@ def normalize(stage: str, text: str) -> list[str]:
         elif stage == "sass":
             if "//##" in s:
                 continue
-            s = _SASS_ENCODING.sub("", _SASS_ADDR.sub("", s)).rstrip()
+            s = _SASS_ENCODING.sub("", _SASS_ADDR.sub("", s)).strip()
         if s.strip():
             out.append(s)
     return out

@@ -1,0 +1,123 @@
+"""`ir` and `resources` end to end on CPU: real cross-compiles in a child process, as a user runs
+them. Each command runs once per session; the tests read its output."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, cli
+
+KERNELS = str(FIXTURES / "ir_kernels")
+MAX_LINE = 16  # `top = tl.max(x, axis=0)` in ir_small.py
+
+
+class Runs:
+    """Runs each distinct command once and keeps its result."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.env = {"WORKBENCH_REPORTS": str(root / "reports"), "WORKBENCH_DEVICE": "cpu"}
+        self.done: dict[tuple, object] = {}
+
+    def __call__(self, *args: str):
+        if args not in self.done:
+            self.done[args] = cli(*args, env=self.env, timeout=300)
+        return self.done[args]
+
+    def json(self, *args: str) -> dict:
+        proc = self(*args, "--json")
+        assert proc.returncode in (0, 1), proc.stderr[-3000:]
+        return json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="session")
+def runs(tmp_path_factory) -> Runs:
+    return Runs(tmp_path_factory.mktemp("ir"))
+
+
+def test_ir_writes_every_stage_and_maps_lines(runs):
+    out = runs.root / "softmax"
+    outcome = runs.json("ir", "row_softmax", "--path", KERNELS, "--out", str(out))
+    result = outcome["result"]
+    assert outcome["status"] == "ok" and result["mode"] == "cross-compile"
+    assert result["arch"] == "sm_90" and result["line_info"]
+    (variant,) = result["variants"]
+    assert variant["label"] == "BLOCK=64,num_warps=1,num_stages=3" and not variant["error"]
+    assert set(variant["artifacts"]) == {"ttir", "ttgir", "llir", "ptx", "sass", "cubin"}
+    for stage, path in variant["artifacts"].items():
+        assert Path(path).is_file() and Path(path).parent.parent == out, stage
+    assert ".target sm_90a" in Path(variant["artifacts"]["ptx"]).read_text()
+    for stage, by_file in variant["sourcemap"].items():
+        assert str(MAX_LINE) in by_file[variant["file"]], stage
+    assert variant["resources"]["regs"] > 0 and variant["resources"]["spill_bytes"] == 0
+    assert result["findings"] == []
+
+
+def test_line_trail_for_another_arch(runs):
+    proc = runs("ir", "row_softmax", "--path", KERNELS, "--line", str(MAX_LINE), "--arch", "sm_80")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "sm_80" in proc.stdout and "tl.max(x, axis=0)" in proc.stdout
+    assert "tt.reduce" in proc.stdout and "SHFL.BFLY" in proc.stdout
+    for stage in ("ttir", "ttgir", "llir", "ptx", "sass"):
+        assert f"  {stage}: " in proc.stdout
+
+
+def test_spill_found_by_cross_compiling_and_gone_with_more_warps(runs):
+    diff = runs.json("ir", "pitfall_spill", "--diff", "num_warps=8")
+    rows = {r["field"]: r for r in diff["resources"]}
+    assert rows["spill_bytes"]["a"] > 0 and rows["spill_bytes"]["b"] == 0
+    assert rows["regs"]["delta"] < 0 and rows["num_warps"]["delta"] == 4
+    assert diff["a"]["label"].endswith("num_warps=4,num_stages=3")
+    stages = {s["stage"]: s for s in diff["stages"]}
+    assert stages["ttir"]["added"] == 0  # same program; only layout and code differ
+    assert stages["ttgir"]["added"] > 0 and stages["sass"]["removed"] > 0
+
+
+def test_resources_lists_the_static_findings(runs):
+    result = runs.json("resources", "flawed", "--path", KERNELS)["result"]
+    ids = {f["id"] for f in result["findings"]}
+    assert ids == {
+        "accumulating-low-precision",
+        "fp32-dot-ieee",
+        "reduction-across-blocks",
+        "no-boundary-mask",
+        "forgot-constexpr",
+        "host-sync",
+    }
+    assert all(f["file"].endswith("ir_small.py") and f["line"] for f in result["findings"])
+    assert result["irregular_shapes"] == [[15, 15]]
+
+
+def test_every_autotune_config_with_its_pre_hook(runs):
+    result = runs.json("resources", "tma_copy", "--path", KERNELS)["result"]
+    labels = [v["label"] for v in result["variants"]]
+    assert labels == ["BLOCK=64,num_warps=4,num_stages=3", "BLOCK=32,num_warps=2,num_stages=3"]
+    big, small = (v["resources"]["shared_bytes"] for v in result["variants"])
+    assert big > small  # the pre_hook gave each config its own TMA block shape
+
+
+def test_config_not_in_the_kernel_is_derived(runs):
+    args = ("resources", "row_softmax", "--path", KERNELS, "--config", "num_warps=4")
+    result = runs.json(*args, "--arch", "sm_86")["result"]
+    (variant,) = result["variants"]
+    assert variant["derived"] and variant["values"]["num_warps"] == 4
+    assert variant["resources"]["occupancy"]["arch"] == "sm_86"
+    assert variant["resources"]["occupancy"]["max_warps"] == 48
+
+
+def test_bad_config_names_cause_and_remedy(runs):
+    proc = runs("ir", "row_softmax", "--path", KERNELS, "--config", "BLOCK")
+    assert proc.returncode == 2 and "not KEY=VALUE" in proc.stderr and "remedy" in proc.stderr
+    proc = runs("ir", "row_softmax", "--path", KERNELS, "--config", "NOPE=3")
+    assert proc.returncode == 2
+    assert "NOPE is neither a tl.constexpr parameter" in proc.stdout + proc.stderr
+
+
+@pytest.mark.skipif(os.environ.get("WORKBENCH_DEVICE") == "cuda", reason="CPU behaviour")
+def test_resources_text_output(runs):
+    proc = runs("resources", "pitfall_spill")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "register-spill" in proc.stdout and "limited by registers" in proc.stdout

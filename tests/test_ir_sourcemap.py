@@ -1,0 +1,152 @@
+"""Source-line maps parsed from real IR (compiled from tests/fixtures/ir_kernels/ir_small.py by
+Triton 3.9 for sm_90 and Triton 3.4 for sm_80), and IR diffs."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import FIXTURES
+
+from workbench.ir_diff import normalize, resource_changes, stage_diff
+from workbench.sourcemap import (
+    STAGES,
+    SourceMap,
+    fold,
+    is_library,
+    map_mlir,
+    map_ptx,
+    map_sass,
+)
+
+KERNEL = "ir_small.py"
+# Lines of _row_softmax in the fixture module (checked against the file below).
+LOAD, MAX, EXP, SUM, STORE = 15, 16, 17, 18, 19
+
+
+def texts(version: str) -> dict[str, str]:
+    return {s: (FIXTURES / f"ir_softmax_{version}.{s}").read_text() for s in STAGES}
+
+
+def kernel_file(smap: SourceMap) -> str:
+    (file,) = smap.files()
+    return file
+
+
+def test_fixture_lines_are_the_kernel_lines():
+    source = (FIXTURES / "ir_kernels" / KERNEL).read_text().splitlines()
+    assert "tl.max(" in source[MAX - 1] and "tl.sum(" in source[SUM - 1]
+    assert "tl.load(" in source[LOAD - 1] and "tl.store(" in source[STORE - 1]
+
+
+@pytest.mark.parametrize("version", ["39", "34"])
+def test_every_stage_maps_every_kernel_line(version):
+    smap = SourceMap.build(texts(version))
+    file = kernel_file(smap)
+    assert file.endswith(KERNEL)  # inlined tl.max/tl.sum never show up as standard.py keys
+    for stage, m in smap.stages.items():
+        lines = {line for f, line in m.lines}
+        assert {LOAD, EXP, STORE} <= lines, (stage, lines)
+        # tl.max and tl.sum are inlined from triton/language: folded back onto their callers.
+        assert {MAX, SUM} <= lines, (stage, lines)
+
+
+@pytest.mark.parametrize("version", ["39", "34"])
+def test_trail_shows_each_stage_op_of_the_reduction(version):
+    smap = SourceMap.build(texts(version))
+    trail = smap.trail(kernel_file(smap), MAX)
+    assert any("tt.reduce" in t for _, t in trail["ttir"])
+    assert any("maxnum" in t or "arith.max" in t for _, t in trail["ttgir"])
+    assert any("shfl" in t for _, t in trail["ptx"])
+    assert any("SHFL" in t for _, t in trail["sass"])
+    assert not any("FADD" in t for _, t in trail["sass"])  # the sum is another line
+    for stage, rows in trail.items():
+        ir = texts(version)[stage].splitlines()
+        assert rows and all(ir[n - 1] == t for n, t in rows)
+
+
+def test_region_op_opening_line_gets_its_closing_loc():
+    text = texts("39")["ttir"]
+    m = map_mlir(text)
+    opening = next(n for n, t in enumerate(text.splitlines(), 1) if '"tt.reduce"' in t)
+    owners = [key for key, lines in m.lines.items() if opening in lines]
+    assert [line for _, line in owners] == [MAX]
+
+
+def test_mlir_loc_forms():
+    text = "\n".join(
+        [
+            '#loc = loc("/k.py":3:0)',
+            '#loc1 = loc("/k.py":7:12)',
+            '#loc2 = loc("/site/triton/language/standard.py":290:36)',
+            '#loc3 = loc("acc"(#loc1))',
+            "#loc4 = loc(callsite(#loc2 at #loc3))",
+            "module {",
+            "  %0 = arith.addf %a, %b : f32 loc(#loc4)",
+            "  %1 = arith.mulf %a, %b : f32 loc(fused[#loc1, #loc])",
+            '  %2 = arith.subf %a, %b : f32 loc("/k.py":9:1)',
+            "  %3 = arith.divf %a, %b : f32 loc(unknown)",
+            "} loc(#loc)",
+        ]
+    )
+    m = map_mlir(text)
+    # The module opener takes the loc of its closing line.
+    assert m.lines == {("/k.py", 7): [7, 8], ("/k.py", 9): [9], ("/k.py", 3): [6, 11]}
+
+
+def test_fold_skips_library_frames():
+    lib = "/x/site-packages/triton/language/standard.py"
+    assert is_library(lib) and not is_library("/work/k.py")
+    assert fold([(lib, 196, 12), (lib, 216, 16), ("/work/k.py", 10, 9)]) == ("/work/k.py", 10)
+    assert fold([(lib, 196, 12)]) is None
+
+
+def test_ptx_inlined_at_chain():
+    ptx = "\n".join(
+        [
+            "\t.loc\t1 10 9",
+            "\tmax.f32 %r1, %r2, %r3;",
+            "\t.loc\t2 216 16, function_name $L__info_string0, inlined_at 1 10 9",
+            "\t.loc\t2 196 12, function_name $L__info_string0, inlined_at 2 216 16",
+            "\tshfl.sync.bfly.b32 %r4, %r1, 16, 31, -1;",
+            "$L__BB0_1:",
+            "\t.loc\t1 11 5",
+            "\tst.global.b32 [%rd1], %r4;",
+            '\t.file\t1 "/work/k.py"',
+            '\t.file\t2 "/s/triton/language/standard.py"',
+        ]
+    )
+    m = map_ptx(ptx)
+    assert m.lines == {("/work/k.py", 10): [2, 5], ("/work/k.py", 11): [8]}
+    assert m.callers[("/s/triton/language/standard.py", 196)] == {("/work/k.py", 10)}
+
+
+def test_sass_without_inlining_records_uses_a_unique_ptx_caller():
+    sass = "\n".join(
+        [
+            '\t//## File "/s/triton/language/standard.py", line 167',
+            "        /*0010*/                   SHFL.BFLY PT, R3, R2, 0x10, 0x1f ;",
+            '\t//## File "/s/triton/language/standard.py", line 260',
+            "        /*0020*/                   FADD R3, R2, R3 ;",
+        ]
+    )
+    lib = "/s/triton/language/standard.py"
+    callers = {(lib, 167): {("/k.py", 16)}, (lib, 260): {("/k.py", 18), ("/k.py", 30)}}
+    assert map_sass(sass, callers=callers).lines == {("/k.py", 16): [2]}
+
+
+def test_stage_diff_ignores_locations():
+    a = '%0 = arith.addf %a, %b : f32 loc(#loc4)\n#loc4 = loc("/k.py":3:1)\n'
+    b = '%0 = arith.addf %a, %b : f32 loc(#loc9)\n#loc9 = loc("/k.py":4:1)\n'
+    assert stage_diff("ttir", a, b).added == 0
+    c = "%0 = arith.mulf %a, %b : f32 loc(#loc4)\n"
+    d = stage_diff("ttir", a, c)
+    assert (d.added, d.removed) == (1, 1) and "+%0 = arith.mulf" in d.text
+    sass = "        /*0010*/                   FADD R3, R2, R3 ;  /* 0x000000030203 */"
+    assert normalize("sass", sass) == ["FADD R3, R2, R3 ;"]
+
+
+def test_resource_changes():
+    a = {"regs": 255, "spill_bytes": 512, "occupancy": {"percent": 12.5, "limiter": "registers"}}
+    b = {"regs": 182, "spill_bytes": 0, "occupancy": {"percent": 12.5, "limiter": "registers"}}
+    rows = {r[0]: r for r in resource_changes(a, b)}
+    assert rows["regs"][3] == -73 and rows["spill_bytes"][3] == -512
+    assert rows["limiter"] == ("limiter", "registers", "registers", None)
