@@ -3,8 +3,10 @@ Triton 3.9 for sm_90 and Triton 3.4 for sm_80), and IR diffs."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, ROOT
 
 from workbench.ir_diff import normalize, resource_changes, stage_diff
 from workbench.sourcemap import (
@@ -150,3 +152,16 @@ def test_resource_changes():
     rows = {r[0]: r for r in resource_changes(a, b)}
     assert rows["regs"][3] == -73 and rows["spill_bytes"][3] == -512
     assert rows["limiter"] == ("limiter", "registers", "registers", None)
+
+
+def test_gpu_path_maps_every_stage():
+    """`ir pitfall_spill --json` on an H200 (Triton 3.6): compiled through warmup, loaded."""
+    result = json.loads((FIXTURES / "ir_gpu_pitfall_spill.json").read_text())["result"]
+    assert result["mode"] == "gpu" and result["arch"] == "sm_90"
+    (variant,) = result["variants"]
+    assert variant["device"]["n_spills"] > 0 and variant["device"]["spills_match"]
+    source = (ROOT / "kernels" / "pitfalls" / "pitfall_spill.py").read_text().splitlines()
+    dot = 1 + next(i for i, line in enumerate(source) if "acc += tl.dot(a, b)" in line)
+    for stage in STAGES:
+        assert variant["line_counts"][stage] > 0
+        assert str(dot) in variant["sourcemap"][stage][variant["file"]], stage
