@@ -164,8 +164,8 @@ def _launch_kwargs(fn: Any, kwargs: dict) -> dict:
     return kwargs
 
 
-def bind_launch(fn: Any, target: Any, args: tuple, kwargs: dict) -> tuple[dict, dict, dict, Any]:
-    """(signature, constexprs, attrs, options) exactly as a launch of `fn` on `target` would
+def bind_launch(fn: Any, target: Any, args: tuple, kwargs: dict) -> tuple[Any, dict, dict, dict]:
+    """(options, signature, constexprs, attrs) exactly as a launch of `fn` on `target` would
     specialise them (ints == 1 and None become constexpr, 16-divisible ints and pointers get
     tt.divisibility), using Triton's own binder, so no GPU is needed."""
     from triton.compiler import make_backend

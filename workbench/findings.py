@@ -134,14 +134,10 @@ def ir_findings(
     where = {n: key for key, lines in smap.lines.items() for n in lines}
     found: list[Finding] = []
 
-    def add(n: int, **kw: object) -> None:
-        key = where.get(n)
-        evidence = dict(kw.pop("evidence"), config=config, ttir_line=n)  # type: ignore[call-overload]
-        found.append(
-            Finding(
-                **kw, evidence=evidence, file=key[0] if key else None, line=key[1] if key else None
-            )
-        )
+    def add(n: int, id: str, title: str, severity: str, evidence: dict, fix: str) -> None:
+        file, line = where.get(n, (None, None))
+        evidence = {**evidence, "config": config, "ttir_line": n}
+        found.append(Finding(id, title, severity, evidence, fix, file, line))
 
     for n, line in enumerate(ttir.splitlines(), 1):
         if m := _DOT.search(line):

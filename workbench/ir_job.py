@@ -9,7 +9,6 @@ of the same launch). Without a GPU, `triton.compile` cross-compiles for the chos
 from __future__ import annotations
 
 import inspect
-import os
 import re
 import subprocess
 import time
@@ -180,7 +179,7 @@ def _build(
         if on_device:
             result["device"] = resources.agreement(res, int(kernel.n_regs), int(kernel.n_spills))
             if params.get("cross_check"):
-                result["cross_check"] = _cross_check(launch, arch, kernel.hash, res)
+                result["cross_check"] = _cross_check(launch, arch, kernel.hash, res, folder)
         start = time.perf_counter()
         smap = SourceMap.build(texts)
         result["sourcemap"] = smap.to_dict()
@@ -189,12 +188,9 @@ def _build(
         for detect in (findings.spill_finding, findings.occupancy_finding):
             if (f := detect(res, variant["label"], where)) is not None:
                 result["_findings"].append(f)
-        ttir_map = (
-            smap.stages.get("ttir") or SourceMap.build({"ttir": texts["ttir"]}).stages["ttir"]
-        )
         irregular = _irregular_for(shapes, variant["values"])
         result["_findings"] += findings.ir_findings(
-            texts["ttir"], ttir_map, variant["label"], irregular
+            texts["ttir"], smap.stages["ttir"], variant["label"], irregular
         )
     except WorkbenchError as exc:
         result["error"] = exc.problem.to_dict()
@@ -223,7 +219,7 @@ def _write_artifacts(kernel: Any, folder: Path, stages: list[str], result: dict)
         path.write_text(text)
         result["artifacts"][stage] = str(path)
         result["line_counts"][stage] = text.count("\n")
-    return {s: t for s, t in texts.items() if s in stages or s == "ttir"}
+    return texts
 
 
 def _resources(kernel: Any, arch: int, folder: Path, result: dict) -> resources.Resources:
@@ -244,14 +240,14 @@ def _resources(kernel: Any, arch: int, folder: Path, result: dict) -> resources.
     return res
 
 
-def _cross_check(launch: Launch, arch: int, device_hash: str, res: resources.Resources) -> dict:
+def _cross_check(
+    launch: Launch, arch: int, device_hash: str, res: resources.Resources, folder: Path
+) -> dict:
     """Cross-compile the same launch for the device's arch: same hash, same resources?"""
     start = time.perf_counter()
     kernel = compat.cross_compile(launch.fn, arch, launch.args, launch.kwargs)
     seconds = round(time.perf_counter() - start, 3)
-    folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"workbench-cross-{kernel.hash[:16]}"
-    folder.mkdir(parents=True, exist_ok=True)
-    cubin = folder / "k.cubin"
+    cubin = folder / f"{kernel.metadata.name}.cross.cubin"
     cubin.write_bytes(kernel.asm["cubin"])
     usage = resources.parse_resource_usage(
         _run_tool("cuobjdump", "--dump-resource-usage", str(cubin))
