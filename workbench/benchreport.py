@@ -189,7 +189,7 @@ def _row(rec: dict, notes: list[str]) -> list[str]:
     where = f"{rec['name']} {shape_text(rec['shape'])} {rec['dtype']}"
     status = rec.get("status", "ok")
     if status != "ok":
-        notes.append(f"{where}: {status.upper()}: {rec.get('reason') or 'see the run log'}")
+        notes.append(f"{where}: {status.upper()}: {_short(rec.get('reason') or 'see the run log')}")
         blank = [""] * (len(TABLE_HEADERS) - 4)
         return [rec["name"], shape_text(rec["shape"]), rec["dtype"], status.upper(), *blank]
     compile_cell = _speedup(rec.get("speedup_vs_compile"))
@@ -216,13 +216,21 @@ def _kernel_notes(doc: dict) -> list[str]:
     for k in doc.get("kernels", []):
         check = k.get("check") or {}
         if check and check.get("status") != "correct":
-            why = f": {check['reason']}" if check.get("reason") else ""
+            why = f": {_short(check['reason'])}" if check.get("reason") else ""
             notes.append(f"{k['name']}: check {check.get('status', '?')}{why}")
         bench = k.get("bench") or {}
         if bench and bench.get("status") != "ok":
-            why = f": {bench['reason']}" if bench.get("reason") else ""
+            why = f": {_short(bench['reason'])}" if bench.get("reason") else ""
             notes.append(f"{k['name']}: bench {bench.get('status')}{why}")
+        if doc.get("interrupted") and not bench:
+            notes.append(f"{k['name']}: interrupted before it finished")
     return notes
+
+
+def _short(text: str, limit: int = 160) -> str:
+    """The first line, cut to `limit` characters: notes stay one line; bench.json has it all."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _speedup(value: float | str | None) -> str:
