@@ -15,6 +15,7 @@ from conftest import FIXTURES, ROOT
 from workbench import benchreport
 from workbench.ceilings import Ceilings
 from workbench.cli import main
+from workbench.commands.bench_cmd import _resumed
 from workbench.errors import WorkbenchError
 
 BENCH_FIXTURES = sorted(FIXTURES.glob("bench_*.json"))
@@ -81,6 +82,8 @@ def test_bad_arguments_are_refused_before_anything_runs(device, monkeypatch, cap
     assert main(["bench"]) == 2
     assert main(["bench", "vector_add", "--all"]) == 2
     assert "not both" in capsys.readouterr().err
+    assert main(["bench", "vector_add", "--resume"]) == 2
+    assert "--resume goes with --all" in capsys.readouterr().err
     assert not _reports.exists()
 
 
@@ -239,3 +242,33 @@ def test_number_format():
     assert benchreport.num(0.7451840043, 4) == "0.7452"
     assert benchreport.num(None) == "-"
     assert math.isclose(float(benchreport.num(94.97)), 95.0)
+
+
+def test_resume_keeps_finished_kernels_and_drops_the_interrupted_one(tmp_path):
+    doc = _load(H100_PARTIAL)
+    kept = benchreport.resume(doc)
+    names = [k["name"] for k in doc["kernels"]]
+    assert [k["name"] for k in kept["kernels"]] == names[:-1]  # the last one never finished
+    assert kept["records"] == [r for r in doc["records"] if r["name"] in names[:-1]]
+    assert kept["device"] == doc["device"] and not kept.get("interrupted")
+    assert not benchreport.is_clean(kept)  # softmax_online's cases ran out of memory
+    with pytest.raises(ValueError):
+        benchreport.resume({**doc, "schema": 0})
+    benchreport.write(doc, tmp_path)
+    assert _resumed(tmp_path)["kernels"] == kept["kernels"]
+    assert _resumed(tmp_path / "absent")["kernels"] == []
+    (tmp_path / "bench.json").write_text("{not json")
+    with pytest.raises(WorkbenchError) as info:
+        _resumed(tmp_path)
+    assert info.value.problem.kind == "bad-report"
+
+
+def test_is_clean_needs_every_check_and_case():
+    doc = _load(H100_VECTOR_ADD)
+    assert not benchreport.is_clean(doc)  # a single bench runs no full check
+    doc["kernels"][0]["check"] = {"status": "correct", "reason": ""}
+    assert benchreport.is_clean(doc)
+    doc["records"][0]["device"] = "another GPU"
+    assert "several devices" in benchreport.markdown(doc)
+    doc["records"][0]["status"] = "failed"
+    assert not benchreport.is_clean(doc)

@@ -96,6 +96,34 @@ def new_doc() -> dict:
     }
 
 
+def resume(doc: dict) -> dict:
+    """The finished part of a saved report: kernels whose check and bench both ended (well or
+    not), with their records; an interrupted kernel's partial records are dropped."""
+    if doc.get("schema") != SCHEMA:
+        raise ValueError(f"schema {doc.get('schema')!r}, expected {SCHEMA}")
+    kept = [k for k in doc["kernels"] if k.get("check") and k.get("bench")]
+    names = {k["name"] for k in kept}
+    return {
+        **new_doc(),
+        "device": doc.get("device"),
+        "ceilings": doc.get("ceilings"),
+        "kernels": kept,
+        "records": [r for r in doc["records"] if r["name"] in names],
+    }
+
+
+def is_clean(doc: dict) -> bool:
+    """Every kernel checked correct and benchmarked, and every case ran."""
+    kernels = doc.get("kernels", [])
+    return (
+        bool(kernels)
+        and not doc.get("interrupted")
+        and all((k.get("check") or {}).get("status") == "correct" for k in kernels)
+        and all((k.get("bench") or {}).get("status") == "ok" for k in kernels)
+        and all(r.get("status") == "ok" for r in doc.get("records", []))
+    )
+
+
 def write(doc: dict, out_dir: str | Path) -> tuple[Path, Path]:
     """Write bench.json and README.md into out_dir (each replaced whole, never half-written)."""
     out = Path(out_dir)
@@ -162,6 +190,9 @@ def markdown(doc: dict) -> str:
     if not doc.get("records"):
         lines.append("| " + " | ".join(["(no results)"] + [""] * (len(TABLE_HEADERS) - 1)) + " |")
     notes += _kernel_notes(doc)
+    devices = sorted({r["device"] for r in doc.get("records", []) if r.get("device")})
+    if len(devices) > 1:
+        notes.append(f"these results come from several devices: {', '.join(devices)}")
     if doc.get("interrupted"):
         notes.append("interrupted: the kernels after the last one listed did not run")
     notes += [f"{p.get('file') or '-'}: {p.get('cause')}" for p in doc.get("problems", [])]

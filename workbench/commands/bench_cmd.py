@@ -8,6 +8,7 @@ hangs costs only its own rows.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -38,6 +39,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--refresh-ceilings", action="store_true", help="measure copy and matmul ceilings again"
     )
     p.add_argument("--out", metavar="DIR", help="write bench.json and README.md here")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="with --all: keep the kernels --out's bench.json finished; run the rest",
+    )
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per job (default 900)")
     add_path_option(p)
     add_json_option(p)
@@ -52,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
             "bench takes one kernel name or --all" + (", not both" if args.all else ""),
             "run `workbench bench NAME` or `workbench bench --all`",
         )
+    if args.resume and not args.all:
+        raise fail("bad-arguments", "--resume goes with --all", "add --all, or drop --resume")
     if args.all and shapes:
         raise fail(
             "bad-arguments",
@@ -104,21 +112,22 @@ def _run_all(
     entries: list[KernelEntry], problems: list, params: dict, args: argparse.Namespace
 ) -> int:
     out = Path(args.out) if args.out else store.reports_dir() / "bench"
-    doc = benchreport.new_doc()
+    doc = _resumed(out) if args.resume else benchreport.new_doc()
     doc["problems"] = [p.to_dict() for p in problems]
-    clean = True
+    done = {k["name"] for k in doc["kernels"]}
     try:
         for n, entry in enumerate(entries, 1):
+            if entry.name in done:
+                _say(args, f"[{n}/{len(entries)}] {entry.name}: done before, kept")
+                continue
             _say(args, f"[{n}/{len(entries)}] {entry.name}")
             kernel = _add_kernel(doc, entry)
             checked = jobs.run_job(jobs.Job("check", entry, {}, timeout=args.timeout))
             kernel["check"] = _check_summary(checked)
             _say(args, f"  check: {kernel['check']['status']} {kernel['check']['reason']}")
             _write(doc, out, quiet=True)
-            outcome = _bench(entry, params, args, doc, kernel)
+            _bench(entry, params, args, doc, kernel)
             _write(doc, out, quiet=True)
-            ok = outcome.status == "ok" and kernel["check"]["status"] == "correct"
-            clean = clean and ok and all(r["status"] == "ok" for r in doc["records"])
     except KeyboardInterrupt:
         doc["interrupted"] = True
         _write(doc, out, quiet=args.json)
@@ -133,7 +142,22 @@ def _run_all(
         print(f"\nwrote {json_path} and {md_path}", file=sys.stderr)
     if not doc["records"]:
         return 2
-    return 0 if clean else 1
+    return 0 if benchreport.is_clean(doc) else 1
+
+
+def _resumed(out: Path) -> dict:
+    path = out / "bench.json"
+    try:
+        return benchreport.resume(json.loads(path.read_text()))
+    except FileNotFoundError:
+        return benchreport.new_doc()
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise fail(
+            "bad-report",
+            f"cannot resume from {path}: {exc}",
+            "move that file away (or drop --resume) to start the report afresh",
+            file=str(path),
+        ) from exc
 
 
 def _add_kernel(doc: dict, entry: KernelEntry) -> dict:
