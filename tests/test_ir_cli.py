@@ -121,3 +121,11 @@ def test_resources_text_output(runs):
     proc = runs("resources", "pitfall_spill")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "register-spill" in proc.stdout and "limited by registers" in proc.stdout
+
+
+def test_jit_helpers_from_a_package_module_compile(runs):
+    # Imported under the interpreter first, `from ir_pkg import _helpers` must come back
+    # compilable, not as the package attribute left from the interpreted import.
+    result = runs.json("resources", "uses_helper", "--path", KERNELS)["result"]
+    (variant,) = result["variants"]
+    assert variant["error"] is None and variant["resources"]["regs"] > 0

@@ -169,7 +169,7 @@ def compile_mode(spec: KernelSpec, file: str) -> KernelSpec:
         compat.compilable_triton_helpers()
         for name, mod in list(sys.modules.items()):
             if _holds_interpreted(mod):
-                del sys.modules[name]
+                _forget(name, mod)
         path = Path(file).resolve()
         mod_name = f"workbench_compile.{path.stem}_{abs(hash(str(path))):x}"
         loader_spec = importlib.util.spec_from_file_location(mod_name, path)
@@ -187,6 +187,15 @@ def compile_mode(spec: KernelSpec, file: str) -> KernelSpec:
         "make the KernelSpec independent of TRITON_INTERPRET",
         file=file,
     )
+
+
+def _forget(name: str, mod: Any) -> None:
+    """Drop a module so the next import runs it again; `from pkg import mod` reads the parent
+    package's attribute first, so that goes too."""
+    del sys.modules[name]
+    parent, _, child = name.rpartition(".")
+    if parent in sys.modules and getattr(sys.modules[parent], child, None) is mod:
+        delattr(sys.modules[parent], child)
 
 
 def _holds_interpreted(mod: Any) -> bool:
