@@ -1,0 +1,163 @@
+"""The memory-bound kernels (element-wise, softmax, norms, dropout fusions) and the transformer.
+
+Every check runs through the real job runner in a child process, which on this CPU-only machine
+sets TRITON_INTERPRET=1: fp32 and fp16 must pass every shape in both layouts, bf16 is reported
+as skipped. Deliberately wrong kernels (tests/helpers) show that the same check catches a
+missing tail tile and ignored strides. The dropout stream's own properties run in one
+interpreter subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from conftest import ROOT
+
+from workbench import jobs
+from workbench.discovery import discover
+
+SPECS = (
+    "vector_add",
+    "gelu",
+    "gelu_tanh",
+    "gelu_dropout",
+    "gelu_three_name",
+    "softmax",
+    "softmax_online",
+    "layer_norm",
+    "rms_norm",
+    "add_dropout_layer_norm",
+    "transformer",
+)
+DTYPES = ["float32", "float16", "bfloat16"]
+BROKEN = ROOT / "tests" / "helpers" / "broken_kernels.py"
+
+
+def _run_all(
+    names: tuple[str, ...], path: str, dtypes: list[str], tmp_path_factory
+) -> dict[str, jobs.Outcome]:
+    """One check job per kernel, two at a time (the interpreter is CPU-bound; CI has 2 cores)."""
+    catalog = discover([path])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("WORKBENCH_REPORTS", str(tmp_path_factory.mktemp("memory") / "reports"))
+        mp.setenv("WORKBENCH_DEVICE", "cpu")
+
+        def run(name: str) -> jobs.Outcome:
+            job = jobs.Job("check", catalog.find(name), {"dtypes": dtypes}, timeout=240)
+            return jobs.run_job(job)
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            return dict(zip(names, pool.map(run, names)))
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory) -> dict[str, jobs.Outcome]:
+    return _run_all(SPECS, str(ROOT / "kernels"), DTYPES, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory) -> dict[str, jobs.Outcome]:
+    names = ("scale_floor_grid", "scale_ignores_strides")
+    return _run_all(names, str(BROKEN), DTYPES[:2], tmp_path_factory)
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_check_passes_in_the_interpreter(outcomes, name):
+    out = outcomes[name]
+    assert out.status == "ok", (out.problem, out.log[-2000:])
+    result = out.result
+    assert result["mode"] == "interpreter" and result["correct"] is True
+    cases = result["cases"]
+    ran = [c for c in cases if c["dtype"] in ("float32", "float16")]
+    assert ran and all(c["status"] == "passed" for c in ran), [
+        (c["dtype"], c["shape"], c["layout"], c["reason"]) for c in ran if c["status"] != "passed"
+    ]
+    assert {c["dtype"] for c in ran} == {"float32", "float16"}
+    assert all(c["unwritten"] == 0 for c in ran)
+    assert all(c["deterministic"] for c in ran if c["layout"] == "contiguous")
+    bf16 = [c for c in cases if c["dtype"] == "bfloat16"]
+    assert bf16 and all(c["status"] == "skipped" and "interpreter" in c["reason"] for c in bf16)
+
+
+@pytest.mark.parametrize("name", [n for n in SPECS if n not in ("gelu_three_name", "transformer")])
+def test_kernels_are_checked_on_strided_inputs_and_irregular_sizes(outcomes, name):
+    ran = [c for c in outcomes[name].result["cases"] if c["status"] == "passed"]
+    assert {c["layout"] for c in ran} == {"contiguous", "strided"}
+    last_dims = {c["shape"][-1] for c in ran}
+    assert any(d & (d - 1) for d in last_dims), "no size that is not a power of two"
+    assert 1 in last_dims, "no single-element rows"
+
+
+def test_three_name_module_runs_on_the_inputs_it_makes(outcomes):
+    cases = outcomes["gelu_three_name"].result["cases"]
+    assert {c["shape_set"] for c in cases} == {"check"}
+    assert all(c["numel"] == 1 << 20 for c in cases if c["status"] == "passed")
+
+
+def test_missing_tail_tile_is_caught_at_the_boundary(broken):
+    result = broken["scale_floor_grid"].result
+    assert result["correct"] is False
+    by_shape = {(tuple(c["shape"]), c["dtype"], c["layout"]): c for c in result["cases"]}
+    for dtype in ("float32", "float16"):
+        for layout in ("contiguous", "strided"):
+            assert by_shape[((1024,), dtype, layout)]["status"] == "passed"  # BLOCK divides n
+            tail = by_shape[((1000,), dtype, layout)]
+            assert tail["status"] == "failed" and tail["boundary_only"] is True
+            assert tail["boundary_block"] == 256 and tail["unwritten"] == 1000 - 768
+    assert result["summary"]["boundary_only_errors"] is True
+
+
+def test_ignored_strides_fail_only_on_strided_inputs(broken):
+    result = broken["scale_ignores_strides"].result
+    assert result["correct"] is False
+    for c in result["cases"]:
+        assert c["status"] == ("failed" if c["layout"] == "strided" else "passed"), c
+    assert result["summary"]["stride_only_errors"] is True
+
+
+def test_dropout_stream_properties():
+    """Keep rate, seed dependence, and the fused kernels applying exactly keep_mask's stream."""
+    code = textwrap.dedent(
+        """
+        import json, torch
+        from kernels import _dropout as D, gelu as G, norms as N
+        from workbench.errors import WorkbenchError
+        torch.manual_seed(0)
+        out = {}
+        s1, s2 = torch.tensor([1234]), torch.tensor([1235])
+        m = D.keep_mask(s1, 8, 6000, 0.3)
+        out["rate"] = m.float().mean().item()
+        out["same"] = bool(torch.equal(m, D.keep_mask(s1, 8, 6000, 0.3)))
+        out["other_seed_agree"] = (m == D.keep_mask(s2, 8, 6000, 0.3)).float().mean().item()
+        out["p0_all"] = bool(D.keep_mask(s1, 3, 777, 0.0).all())
+        x = torch.rand(5, 999) + 0.5  # GELU(x) > 0: a zero output means dropped
+        y = G.gelu_dropout(x, 0.25, s1)
+        keep = D.keep_mask(s1, 1, x.numel(), 0.25).view(5, 999)
+        out["gelu_mask"] = bool(torch.equal(y != 0, keep))
+        w, b = torch.ones(999), torch.zeros(999)
+        _, h = N.add_dropout_layer_norm(x, torch.zeros_like(x), w, b, 0.25, s2)
+        out["ln_mask"] = bool(torch.equal(h != 0, D.keep_mask(s2, 5, 999, 0.25)))
+        try:
+            G.gelu_dropout(x, 1.0, s1)
+        except WorkbenchError as exc:
+            out["p1"] = exc.problem.kind
+        print(json.dumps(out))
+        """
+    )
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert abs(out["rate"] - 0.7) < 5 * (0.21 / 48000) ** 0.5  # 5 sigma of 48000 draws
+    assert out["same"] and out["p0_all"]
+    assert 0.5 < out["other_seed_agree"] < 0.65  # independent masks agree on 0.7^2 + 0.3^2
+    assert out["gelu_mask"] and out["ln_mask"]
+    assert out["p1"] == "bad-argument"
