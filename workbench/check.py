@@ -176,6 +176,11 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+CHUNK = 1 << 24
+"""Elements compared at a time: float64 copies of a 2^31-element output would not fit."""
+MAX_BAD_INDICES = 1 << 20
+
+
 def _compare(
     spec: KernelSpec,
     case: CaseResult,
@@ -193,6 +198,7 @@ def _compare(
         )
     tol = spec.tolerance(dtype or tensors.dtype_name(ref[0].dtype))
     worst = -math.inf
+    num2 = den2 = 0.0
     for o, r in zip(out, ref):
         if tuple(o.shape) != tuple(r.shape):
             raise WorkbenchError(
@@ -202,37 +208,40 @@ def _compare(
                     "fix the output allocation or the grid in kernel_fn (or the reference)",
                 )
             )
-        o64, r64 = o.detach().double(), r.detach().double().to(o.device)
-        case.numel += r64.numel()
-        finite = torch.isfinite(r64)
-        unwritten = torch.isnan(o64) & ~torch.isnan(r64)
-        case.unwritten += int(unwritten.sum())
-        diff = (o64 - r64).abs()
-        same_inf = torch.isinf(o64) & (o64 == r64)
-        diff = torch.where(same_inf | (torch.isnan(o64) & torch.isnan(r64)), 0.0, diff)
-        diff = torch.where(torch.isnan(diff), math.inf, diff)
-        allowed = tol.atol + tol.rtol * r64.abs().where(finite, 0.0)
-        bad = diff > allowed
-        case.bad += int(bad.sum())
-        if diff.numel():
-            md = float(diff.max())
-            case.max_abs_diff = max(case.max_abs_diff or 0.0, md)
+        flat_o, flat_r = o.detach().reshape(-1), r.detach().to(o.device).reshape(-1)
+        bad_at: list[torch.Tensor] = []
+        for start in range(0, flat_r.numel(), CHUNK):
+            o64 = flat_o[start : start + CHUNK].double()
+            r64 = flat_r[start : start + CHUNK].double()
+            finite = torch.isfinite(r64)
+            case.unwritten += int((torch.isnan(o64) & ~torch.isnan(r64)).sum())
+            diff = (o64 - r64).abs()
+            same = (torch.isinf(o64) & (o64 == r64)) | (torch.isnan(o64) & torch.isnan(r64))
+            diff = torch.where(same, 0.0, diff)
+            diff = torch.where(torch.isnan(diff), math.inf, diff)
+            allowed = tol.atol + tol.rtol * r64.abs().where(finite, 0.0)
+            bad = diff > allowed
+            case.bad += int(bad.sum())
+            if len(bad_at) < MAX_BAD_INDICES and bool(bad.any()):
+                bad_at.append(torch.nonzero(bad).reshape(-1) + start)
+            case.max_abs_diff = max(case.max_abs_diff or 0.0, float(diff.max()))
             rel = float((diff / r64.abs().clamp(min=tol.atol)).where(finite, 0).max())
             case.max_rel_diff = max(case.max_rel_diff or 0.0, rel)
             excess = diff - allowed
-            flat = int(excess.argmax())
-            if float(excess.reshape(-1)[flat]) > worst:
-                worst = float(excess.reshape(-1)[flat])
-                case.worst_index = [int(i) for i in _unravel(flat, r64.shape)]
-        den = float(torch.linalg.vector_norm(r64.where(finite, 0.0)))
-        num = float(torch.linalg.vector_norm(torch.where(finite, o64 - r64, 0.0)))
-        num = math.inf if math.isnan(num) else num
-        l2 = num / den if den else (0.0 if num == 0 else math.inf)
-        case.rel_l2 = max(case.rel_l2 or 0.0, l2)
-        if bad.any():
-            block = boundary_block(bad)
+            at = int(excess.argmax())
+            if float(excess[at]) > worst:
+                worst = float(excess[at])
+                case.worst_index = _unravel(start + at, r.shape)
+            den2 += float(r64.where(finite, 0.0).square().sum())
+            num2 += float(torch.where(finite, o64 - r64, 0.0).square().sum())
+        case.numel += flat_r.numel()
+        if bad_at:
+            block = boundary_block(torch.cat(bad_at), tuple(r.shape))
             case.boundary_only, case.boundary_block = block is not None, block
-    if case.bad or case.unwritten or (case.rel_l2 or 0.0) > tol.rel_l2:
+    num = math.inf if math.isnan(num2) else math.sqrt(num2)
+    den = math.sqrt(den2)
+    case.rel_l2 = num / den if den else (0.0 if num == 0 else math.inf)
+    if case.bad or case.unwritten or case.rel_l2 > tol.rel_l2:
         case.status = "failed"
         case.reason = _why(case, tol.rel_l2)
 
@@ -250,7 +259,7 @@ def _why(case: CaseResult, l2_bound: float) -> str:
     return "; ".join(parts)
 
 
-def _unravel(flat: int, shape: torch.Size) -> list[int]:
+def _unravel(flat: int, shape: Shape) -> list[int]:
     idx = []
     for size in reversed(shape):
         idx.append(flat % size)
@@ -258,22 +267,26 @@ def _unravel(flat: int, shape: torch.Size) -> list[int]:
     return list(reversed(idx))
 
 
-def boundary_block(bad: torch.Tensor) -> int | None:
+def boundary_block(bad_flat: torch.Tensor, shape: Shape) -> int | None:
     """Smallest power-of-two block B (16..size) whose partial last tile holds all wrong elements.
 
     With a tile of B elements along a dimension of size s (s % B != 0), the partial tile covers
     indices >= s // B * B. Errors confined there are the signature of a missing or wrong mask.
+    `bad_flat` holds the flat (row-major) indices of the wrong elements.
     """
-    where = torch.nonzero(bad)
-    if where.numel() == 0 or bad.ndim == 0:
+    if bad_flat.numel() == 0 or not shape:
         return None
-    shape = bad.shape
+    coords, rest = [], bad_flat
+    for size in reversed(shape):
+        coords.append(rest % size)
+        rest = rest // size
+    coords.reverse()
     block = 16
     while block <= max(shape):
-        in_tail = torch.zeros(len(where), dtype=torch.bool, device=where.device)
-        for d, size in enumerate(shape):
+        in_tail = torch.zeros_like(bad_flat, dtype=torch.bool)
+        for idx, size in zip(coords, shape):
             if size % block and size >= block:
-                in_tail |= where[:, d] >= size // block * block
+                in_tail |= idx >= size // block * block
         if bool(in_tail.all()):
             return block
         block *= 2
