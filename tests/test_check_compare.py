@@ -61,5 +61,5 @@ def test_boundary_block_two_dims():
     # errors in the last 3 rows of a 35-row matrix: the partial tail of 16-row tiles
     flat = torch.tensor([32 * 48 + 5, 34 * 48 + 47])
     assert boundary_block(flat, (35, 48)) == 16
-    assert boundary_block(torch.tensor([20 * 48]), (35, 48)) == 32  # row 20: tail of 32-row tiles
+    assert boundary_block(torch.tensor([40 * 48]), (50, 48)) == 32  # rows 32..49 of 32-row tiles
     assert boundary_block(torch.tensor([3 * 48]), (35, 48)) is None
