@@ -158,10 +158,14 @@ def _show_ncu(result: dict) -> None:
     for k in result["kernels"]:
         for r in k["rules"]:
             gain = f" (est. speedup {r['speedup_pct']:.0f}%)" if r.get("speedup_pct") else ""
-            print(f"  [{k['launch']}] {r['type']} {r['name']}: {r['title']}{gain}")
+            text = r["title"] or r["message"].split(". ")[0]
+            print(f"  [{k['launch']}] {r['type']} {r['name']}: {text[:110]}{gain}")
         for line in k.get("hot_lines", [])[:5]:
             where = f"{line['file'].rsplit('/', 1)[-1]}:{line['line']}"
-            print(f"  [{k['launch']}] {where}  {line['code']}")
+            samples = line.get("smsp__pcsamp_sample_count", 0)
+            local = line.get("memory_l2_theoretical_sectors_local", 0)
+            facts = f"{samples:.0f} samples" + (f", {local:.0f} local sectors" if local else "")
+            print(f"  [{k['launch']}] {where:<22} {facts:<32} {line['code'][:60]}")
     print(f"\n{result['launches']} launch(es), {result['metrics']} metrics; {result['file']}")
 
 

@@ -9,7 +9,6 @@ and writes the report into the run's folder.
 from __future__ import annotations
 
 import difflib
-import re
 import subprocess
 from dataclasses import dataclass, field
 
@@ -171,13 +170,16 @@ def check_metric_name(metric: str, known: set[str] | None) -> None:
         )
 
 
+METRIC_TYPES = ("Counter", "Ratio", "Throughput")
+
+
 def parse_query_metrics(text: str) -> set[str]:
-    """Base names from `ncu --query-metrics` output (first column of each metric row)."""
+    """Names from `ncu --query-metrics` tables: rows are "NAME  TYPE  UNIT  DESCRIPTION"."""
     names = set()
     for line in text.splitlines():
-        m = re.match(r'^\s*"?([a-z][a-z0-9_]*__[a-z0-9_]+)"?', line)
-        if m:
-            names.add(m.group(1))
+        fields = line.split()
+        if len(fields) >= 2 and fields[1] in METRIC_TYPES:
+            names.add(fields[0])
     return names
 
 

@@ -42,6 +42,22 @@ SOURCE_COLUMNS = ["launch", "kernel", "file", "line", "metric", "value"]
 MSG_TYPES = {0: "NONE", 1: "OK", 2: "OPTIMIZATION", 3: "WARNING", 4: "ERROR"}
 SPEEDUP_TYPES = {0: "unknown", 1: "local", 2: "global"}
 _MAX_SOURCE_INSTANCES = 200_000
+# Source-level counters: instanced per SASS instruction, the instance's correlation id is its PC.
+# (Other instanced metrics carry categories or table indices as ids.) Stall samples are kept as
+# "all samples"; the `_not_issued` halves repeat them.
+SOURCE_PREFIXES = (
+    "smsp__pcsamp_",
+    "inst_executed",
+    "thread_inst_executed",
+    "memory_l1_",
+    "memory_l2_",
+    "derived__memory_l1_wavefronts_shared_excessive",
+    "derived__memory_l2_theoretical_sectors_global_excessive",
+)
+
+
+def is_source_metric(name: str) -> bool:
+    return name.startswith(SOURCE_PREFIXES) and not name.endswith("_not_issued")
 
 
 @dataclass
@@ -146,8 +162,9 @@ def _from_ncu_report(mod: Any, path: str, reader: str) -> NcuProfile:
                 metric = action.metric_by_name(name)
                 if metric is None:
                     continue
-                if metric.has_correlation_ids() and metric.num_instances() > 0:
+                if is_source_metric(name) and metric.has_correlation_ids():
                     source_rows.extend(_source_rows(action, metric, launch, kernel))
+                    continue
                 value = metric.value()
                 if isinstance(value, str):
                     info.setdefault("attributes", {})[name] = value
@@ -160,8 +177,8 @@ def _from_ncu_report(mod: Any, path: str, reader: str) -> NcuProfile:
                 if text:
                     sources.setdefault(file, text)
             launches.append(info)
-    if not launches:
-        raise WorkbenchError(report_problem(path, "it holds no profiled kernel"))
+    if not launches:  # the reader opens a truncated file as an empty report
+        raise WorkbenchError(report_problem(path, "it holds no profiled kernel (truncated?)"))
     return NcuProfile(
         path,
         f"ncu_report ({reader})",
@@ -226,6 +243,8 @@ def _rule_rows(action: Any, launch: int, range_: str, kernel: str) -> list[list]
         msg = rule.get("rule_message") or {}
         if not isinstance(msg, dict):
             msg = {"title": msg.title(), "message": msg.message(), "type": msg.type()}
+        if not (msg.get("title") or msg.get("message")):
+            continue  # a rule that ran and had nothing to say
         speed = rule.get("speedup_estimation") or {}
         if not isinstance(speed, dict):
             speed = {"type": speed.type(), "speedup": speed.speedup()}
@@ -267,11 +286,32 @@ def export_csv(ncu: str, path: str, timeout: float = 300.0) -> str:
     return out.stdout
 
 
+RULE_TYPES = {"OK": "OK", "OPT": "OPTIMIZATION", "WRN": "WARNING", "ERR": "ERROR"}
+# Section labels on the details page -> the metric each one shows (ncu 2025.x).
+DETAIL_LABELS = {
+    "Duration": "gpu__time_duration.sum",
+    "Registers Per Thread": "launch__registers_per_thread",
+    "Grid Size": "launch__grid_size",
+    "Block Size": "launch__block_size",
+    "Shared Memory Per Block": "launch__shared_mem_per_block_allocated",
+    "Waves Per SM": "launch__waves_per_multiprocessor",
+    "Theoretical Occupancy": "sm__maximum_warps_per_active_cycle_pct",
+    "Achieved Occupancy": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "Compute (SM) Throughput": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "Memory Throughput": "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "DRAM Throughput": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    "Block Limit Registers": "launch__occupancy_limit_registers",
+    "Block Limit Shared Mem": "launch__occupancy_limit_shared_mem",
+    "Block Limit Warps": "launch__occupancy_limit_warps",
+    "Block Limit SM": "launch__occupancy_limit_blocks",
+    "Block Limit Barriers": "launch__occupancy_limit_barriers",
+}
 _ID_COLUMNS = {"ID", "Process ID", "Process Name", "Host Name", "Context", "Stream", "Device"}
 
 
 def from_csv_text(text: str, path: str) -> NcuProfile:
-    """Parse `--page raw --csv --print-units base` output: header, units row, one row a launch."""
+    """Parse ncu CSV: the raw page (one row a launch, metric columns, a units row) or the details
+    page (one row a metric or rule result, with Section/Metric/Rule columns)."""
     import csv
     import io
 
@@ -279,42 +319,94 @@ def from_csv_text(text: str, path: str) -> NcuProfile:
 
     lines = [ln for ln in text.splitlines() if ln.startswith('"')]  # drop ==PROF== lines
     rows = list(csv.reader(io.StringIO("\n".join(lines))))
-    if len(rows) < 2 or "Kernel Name" not in rows[0]:
-        raise WorkbenchError(report_problem(path, "not an ncu raw-page CSV (no Kernel Name)"))
-    header, units, data = rows[0], rows[1], rows[2:]
-    if units and units[0] not in ("", "ID"):  # no units row: ncu ran without --page raw
-        data, units = rows[1:], [""] * len(header)
-    kernel_col = header.index("Kernel Name")
-    nvtx_cols = [i for i, h in enumerate(header) if "Push/Pop_Range" in h or "Domain" in h]
+    if not rows or "Kernel Name" not in rows[0] or "ID" not in rows[0]:
+        raise WorkbenchError(report_problem(path, "not an ncu CSV (no ID and Kernel Name columns)"))
+    header = rows[0]
+    details = "Metric Name" in header and "Section Name" in header
+    parse = _details_rows if details else _raw_rows
+    metric_rows, rule_rows, launches = parse(header, rows[1:])
+    if not launches:
+        raise WorkbenchError(report_problem(path, "the CSV holds no profiled kernel"))
+    return NcuProfile(
+        path,
+        "csv (details page)" if details else "csv (raw page)",
+        pd.DataFrame(metric_rows, columns=METRIC_COLUMNS),
+        pd.DataFrame(rule_rows, columns=RULE_COLUMNS),
+        pd.DataFrame([], columns=SOURCE_COLUMNS),
+        launches,
+    )
+
+
+def _launch_info(header: list[str], row: list[str], launch: int) -> dict:
+    stack = _csv_nvtx([c for h, c in zip(header, row) if "Push/Pop_Range" in h])
+    range_ = stack[-1] if stack else ""
+    return {
+        "launch": launch,
+        "range": range_,
+        "kernel": row[header.index("Kernel Name")],
+        "config": range_.split(":", 1)[1] if ":" in range_ else "",
+        "nvtx": "/".join(stack),
+    }
+
+
+def _raw_rows(header: list[str], rows: list[list[str]]) -> tuple[list, list, list[dict]]:
+    units = rows[0] if rows and rows[0] and rows[0][0] == "" else [""] * len(header)
+    data = rows[1:] if units is rows[0] else rows
     metric_rows: list[list] = []
     launches: list[dict] = []
-    for launch, row in enumerate(data):
-        stack = _csv_nvtx(row, nvtx_cols)
-        range_ = stack[-1] if stack else ""
-        kernel = row[kernel_col]
-        config = range_.split(":", 1)[1] if ":" in range_ else ""
-        info: dict = {"launch": launch, "range": range_, "kernel": kernel, "config": config}
-        info["nvtx"] = "/".join(stack)
-        for i, (name, unit, cell) in enumerate(zip(header, units, row)):
-            if i == kernel_col or i in nvtx_cols or name in _ID_COLUMNS or "__" not in name:
+    for row in data:
+        info = _launch_info(header, row, len(launches))
+        for name, unit, cell in zip(header, units, row):
+            if name in _ID_COLUMNS or "__" not in name:
                 continue
             value = _number(cell)
             if value is None:
                 if cell:
                     info.setdefault("attributes", {})[name] = cell
                 continue
-            metric_rows.append([launch, range_, kernel, config, name, value, unit])
+            metric_rows.append(
+                [info["launch"], info["range"], info["kernel"], info["config"], name, value, unit]
+            )
         launches.append(info)
-    if not launches:
-        raise WorkbenchError(report_problem(path, "the CSV holds no profiled kernel"))
-    return NcuProfile(
-        path,
-        "csv",
-        pd.DataFrame(metric_rows, columns=METRIC_COLUMNS),
-        pd.DataFrame([], columns=RULE_COLUMNS),
-        pd.DataFrame([], columns=SOURCE_COLUMNS),
-        launches,
-    )
+    return metric_rows, [], launches
+
+
+def _details_rows(header: list[str], rows: list[list[str]]) -> tuple[list, list, list[dict]]:
+    col = {h: i for i, h in enumerate(header)}
+    metric_rows: list[list] = []
+    rule_rows: list[list] = []
+    launches: dict[str, dict] = {}
+    for row in rows:
+        rid = row[col["ID"]]
+        if rid not in launches:
+            launches[rid] = _launch_info(header, row, len(launches))
+        info = launches[rid]
+        where = [info["launch"], info["range"], info["kernel"]]
+        rule = row[col["Rule Name"]] if "Rule Name" in col else ""
+        if rule:
+            speedup = _number(row[col["Estimated Speedup"]]) if "Estimated Speedup" in col else None
+            kind = row[col["Estimated Speedup Type"]] if "Estimated Speedup Type" in col else ""
+            rule_rows.append(
+                where
+                + [
+                    rule,
+                    rule,
+                    row[col["Section Name"]],
+                    RULE_TYPES.get(row[col["Rule Type"]], row[col["Rule Type"]]),
+                    "",
+                    row[col["Rule Description"]],
+                    kind.lower() or None,
+                    speedup,
+                    "",
+                ]
+            )
+            continue
+        label, cell = row[col["Metric Name"]], row[col["Metric Value"]]
+        name = DETAIL_LABELS.get(label, label)  # sections print labels, --metrics names
+        value = _number(cell)
+        if name and value is not None:
+            metric_rows.append(where + [info["config"], name, value, row[col["Metric Unit"]]])
+    return metric_rows, rule_rows, list(launches.values())
 
 
 def _number(cell: str) -> float | None:
@@ -324,15 +416,21 @@ def _number(cell: str) -> float | None:
         return None
 
 
-def _csv_nvtx(row: list[str], cols: list[int]) -> list[str]:
-    """NVTX cells look like `<tid> "<domain>:<range>:<6 attribute fields>"` per stack level."""
+def _csv_nvtx(cells: list[str]) -> list[str]:
+    """Push/pop stacks in CSV cells: `<tid> "<domain>:<name>:<5 attribute fields>:<message>"`.
+
+    A name may hold colons itself; the message repeats it, so the name is the first
+    (n - 6) / 2 fields after the domain.
+    """
     import re
 
     stack: list[tuple[str, str]] = []
-    for i in cols:
-        for m in re.finditer(r'"+([^"]+)"+', row[i] if i < len(row) else ""):
+    for cell in cells:
+        for m in re.finditer(r'"+([^"]+)"+', cell):
             fields = m.group(1).split(":")
-            if len(fields) >= 8:
-                stack.append((fields[0], ":".join(fields[1:-6])))
+            if len(fields) < 8:
+                continue
+            n = (len(fields) - 6) // 2 if len(fields) % 2 == 0 else len(fields) - 7
+            stack.append((fields[0], ":".join(fields[1 : 1 + n])))
     ours = [r for d, r in stack if d == DOMAIN]
     return ours or [r for _, r in stack]

@@ -1,8 +1,9 @@
 """Nsight Systems: the command line, the SQLite export, and time per NVTX range as DataFrames.
 
 `nsys profile -t cuda,nvtx --sample=none --cpuctxsw=none` records only CUDA and NVTX activity
-(CPU sampling and context switches make a tiny script's trace gigabytes large). The SQLite export
-holds every name in `StringIds`; names registered by the Python `nvtx` package arrive through
+(CPU sampling and context switches make a tiny script's trace gigabytes large), and only between
+the target's cudaProfilerStart/Stop, so warm-up and autotuning stay out of the trace. The SQLite
+export holds every name in `StringIds`; names registered by the Python `nvtx` package arrive through
 `NVTX_EVENTS.textId`, not `text`. A kernel belongs to a push/pop range when the runtime call
 that launched it ran on the range's thread between the range's push and pop.
 """
@@ -34,6 +35,8 @@ def command(nsys: str) -> list[str]:
         "cuda,nvtx",
         "--sample=none",
         "--cpuctxsw=none",
+        "--capture-range=cudaProfilerApi",  # the target's ranges, not its warm-up
+        "--capture-range-end=stop",
         "--stats=false",
         "-f",
         "true",
@@ -263,7 +266,9 @@ def _ranges(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
             ORDER BY n.start""",
         conn,
     )
-    df["domain"] = [domains.get(d, "<default domain>") for d in df["domain_id"]]
+    df["domain"] = [
+        domains.get(d) or ("<default domain>" if not d else f"domain {d}") for d in df["domain_id"]
+    ]
     df["style"] = df["event_type"].map({PUSH_POP: "PushPop", START_END: "StartEnd"})
     return df[columns]
 

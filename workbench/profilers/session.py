@@ -97,9 +97,11 @@ def plan(entry: KernelEntry, req: Request) -> tuple[tools.Tool, list[str], dict,
         return tool, nsys_cmd.command(tool.path), params, Filters(), notes
     kernels = jit_kernel_names(entry.file, entry.name) if req.kernel_filter else []
     count = req.launch_count or (repeats * len(configs) * len(kernels) if kernels else None)
-    known = ncu_cmd.known_metrics(tool.path)
-    if known is None:
-        notes.append("could not list this ncu's metrics; metric names were not checked")
+    known = None
+    if req.metrics:  # an unknown name can stop the program and lose the run: check first
+        known = ncu_cmd.known_metrics(tool.path)
+        if known is None:
+            notes.append("could not list this ncu's metrics; metric names were not checked")
     p = ncu_cmd.plan(tool.path, req.preset, ranges, kernels, req.metrics, count, known)
     if p.dropped:
         notes.append(f"this ncu lacks {', '.join(p.dropped)}: left out")

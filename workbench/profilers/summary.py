@@ -155,7 +155,7 @@ def ncu_dict(profile: Any, top_lines: int) -> dict:
         if len(lines):
             hot = lines[lines["launch"] == launch].head(top_lines)
             entry["hot_lines"] = [
-                {k: _clean(v) for k, v in r.items() if k not in ("launch", "kernel")}
+                {k: _clean(v) for k, v in r.items() if k not in ("launch", "kernel") and v != 0}
                 for r in hot.to_dict("records")
             ]
         out.append(entry)

@@ -1,7 +1,8 @@
 """Job kind "profile-target": the child process that ncu or nsys wraps (imports torch).
 
-For each config it first warms up outside any range (Triton compiles and autotunes there, so a
-range-filtered ncu never replays every autotune config), then calls the kernel `repeats` times
+Every config is first warmed up outside any range (Triton compiles and autotunes there, so a
+range-filtered ncu never replays every autotune config); then, between cudaProfilerStart and
+cudaProfilerStop (nsys records only that window), each config's kernel runs `repeats` times
 inside a push/pop range of the NVTX domain `workbench`. With no profiler attached the NVTX calls
 cost nothing, so the same job also runs plain (and on CPU in interpreter mode).
 """
@@ -34,8 +35,8 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
         if cuda:
             torch.cuda.synchronize()
 
-    ranges = []
-    for i, config in enumerate(configs):
+    prepared = []
+    for i, config in enumerate(configs):  # every warm-up first: the capture window holds ranges
         name = range_name(spec.name, config)
         dtype = tensors.torch_dtype(config.dtype) if config.dtype else None
         args = tuple(spec.make_inputs(config.shape, dtype, ctx.device))
@@ -44,7 +45,11 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
         for _ in range(warmup):
             spec.kernel_fn(*args)
         sync()
-        warm_s = time.perf_counter() - start
+        prepared.append((name, config, args, time.perf_counter() - start))
+    ranges = []
+    if cuda:
+        torch.cuda.profiler.start()  # nsys -c cudaProfilerApi records from here
+    for name, config, args, warm_s in prepared:
         ctx.emit({"event": "phase", "phase": "range", "range": name, "repeats": repeats})
         start = time.perf_counter()
         with nvtx.annotate(name, domain=DOMAIN):
@@ -59,7 +64,9 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
                 "range_s": round(time.perf_counter() - start, 4),
             }
         )
-        del args
+    if cuda:
+        torch.cuda.profiler.stop()
+    prepared.clear()
     ctx.emit({"event": "phase", "phase": "done", "ranges": len(ranges)})
     return {
         "kernel": spec.name,

@@ -95,7 +95,7 @@ def classify(
             detail=_tail(text),
         )
     if re.search(r"lib(dw|elf)\.so\.1: cannot open shared object file", text) or (
-        "QdstrmImporter" in text and re.search(r"error|fail", text, re.I)
+        "Unable to retrieve the importer version" in text or "Importer error status" in text
     ):
         return Problem(
             "nsys-importer",
