@@ -15,7 +15,6 @@ from typing import Any
 from workbench.errors import fail
 
 MIN_VERSION = (3, 4)
-TOOLS = ("ptxas", "cuobjdump", "nvdisasm")
 
 
 def triton_version() -> tuple[int, int]:

@@ -13,7 +13,7 @@ import copy
 import importlib.util
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +31,6 @@ class Launch:
     fn: Any
     args: tuple
     kwargs: dict
-    config: dict = field(default_factory=dict)
-    """The autotune config's kwargs and options, when the launch came from one."""
 
     @property
     def name(self) -> str:
@@ -62,7 +60,7 @@ class Launch:
                 args[i] = v
             else:
                 kwargs[k] = v
-        return Launch(self.fn, tuple(args), kwargs, {**self.config, **values})
+        return Launch(self.fn, tuple(args), kwargs)
 
 
 def _snapshot(arg: Any) -> Any:
@@ -85,11 +83,10 @@ def intercepted(launches: list[Launch], targets: set[int] | None) -> Iterator[No
     classes = compat.launcher_classes()
     jit_cls, tune_cls = classes["jit"], classes["autotune"]
     jit_run, tune_run = jit_cls.run, tune_cls.run
-    current: list[dict] = [{}]
 
     def run(self: Any, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
         if targets is None or id(self) in targets:
-            launches.append(Launch(self, tuple(map(_snapshot, args)), kwargs, dict(current[0])))
+            launches.append(Launch(self, tuple(map(_snapshot, args)), kwargs))
         return None
 
     def tune(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -99,11 +96,7 @@ def intercepted(launches: list[Launch], targets: set[int] | None) -> Iterator[No
             values = config.all_kwargs()
             if config.pre_hook:  # e.g. sets TMA descriptors' block shapes, as the autotuner does
                 config.pre_hook({**named, **values})
-            current[0] = values
-            try:
-                self.fn.run(*args, **{**kwargs, **values})
-            finally:
-                current[0] = {}
+            self.fn.run(*args, **{**kwargs, **values})
         return None
 
     jit_cls.run, tune_cls.run = run, tune
