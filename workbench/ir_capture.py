@@ -46,9 +46,6 @@ class Launch:
             if p.is_constexpr and p.name in bound.arguments
         }
 
-    def options(self) -> dict[str, Any]:
-        return {k: self.kwargs[k] for k in OPTION_NAMES if self.kwargs.get(k) is not None}
-
     def with_values(self, values: dict[str, Any]) -> Launch:
         """The same launch with some constexprs or compile options replaced."""
         args = list(self.args)
