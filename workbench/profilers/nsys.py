@@ -57,7 +57,7 @@ def export_sqlite(nsys: str, report: str, timeout: float = 300.0) -> str:
     text = done.stdout + done.stderr
     if done.returncode != 0 or not Path(out_path).is_file():
         problem = classify(text, "nsys")
-        if problem is None or problem.kind == "tool-error":
+        if problem is None or problem.kind in ("tool-error", "corrupt-report"):
             problem = report_problem(report, f"nsys export failed: {text.strip()[-400:]}")
         raise WorkbenchError(problem)
     return out_path

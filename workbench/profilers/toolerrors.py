@@ -122,6 +122,9 @@ def classify(
             "a program that crashed before the range also gives this",
             detail=_tail(text),
         )
+    m = re.search(r"Exportation error: (.*)", text)
+    if m:  # nsys could not read its own report
+        return report_problem("the .nsys-rep", m.group(1).strip())
     if tool == "nsys" and re.search(r"^\s*(Error|ERROR)\b", text, re.M):
         line = next(ln for ln in text.splitlines() if re.match(r"^\s*(Error|ERROR)\b", ln))
         return Problem(
