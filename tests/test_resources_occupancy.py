@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import csv
 import json
 
 import pytest
 from conftest import FIXTURES
 
 from workbench.findings import occupancy_finding, spill_finding
-from workbench.occupancy import occupancy, parse_arch
+from workbench.occupancy import block_shared, occupancy, parse_arch
 from workbench.resources import agreement, parse_resource_usage, resources
 
 
@@ -30,10 +31,13 @@ def test_register_granularity_rounds_per_warp():
 
 
 def test_shared_memory_limit_counts_the_reserved_kilobyte():
-    occ = occupancy(80, 32, 4, 81920)  # (80 KB + 1 KB) * 2 = 162 KB <= 164 KB
+    assert block_shared(80, 81920, 0) == block_shared(80, 81920, 1024) == 81920 + 1024
+    occ = occupancy(80, 32, 4, block_shared(80, 81920, 0))  # 2 x 81 KB <= 164 KB
     assert occ.block_limits["shared memory"] == 2
-    assert occupancy(80, 32, 4, 83 * 1024).block_limits["shared memory"] == 1
-    assert occupancy(86, 32, 4, 83 * 1024).limiter == "shared memory"
+    assert occupancy(80, 32, 4, block_shared(80, 82 * 1024, 0)).block_limits["shared memory"] == 1
+    assert occupancy(86, 32, 4, block_shared(86, 83 * 1024, 0)).limiter == "shared memory"
+    assert occupancy(90, 32, 4, block_shared(90, 227 * 1024, 0)).blocks_per_sm == 1
+    assert occupancy(90, 32, 4, block_shared(90, 227 * 1024 + 128, 0)).limiter == "launch"
 
 
 def test_arch_tables_differ_where_the_hardware_does():
@@ -68,7 +72,7 @@ def test_cuobjdump_resource_usage():
     assert found.evidence["limiter"] == "registers" and found.line == 18
     usage = parse_resource_usage((FIXTURES / "ir_resource_usage_softmax_sm90.txt").read_text())
     res = resources("_row_softmax", 90, usage["_row_softmax"], 0, 4, 3)
-    assert res.regs == 18 and spill_finding(res, "cfg") is None
+    assert res.regs == 18 and res.shared_bytes == 1024 and spill_finding(res, "cfg") is None
     assert occupancy_finding(res, "cfg") is None
 
 
@@ -96,3 +100,23 @@ def test_agreement_record():
     assert agreement(res, 254, 0)["regs_diff"] == -1
     fixed = _gpu("pitfall_spill_fixed")["variants"][0]
     assert fixed["device"]["n_spills"] == 0 < spill["n_spills"]
+
+
+def test_occupancy_agrees_with_nsight_compute():
+    """The profiler's ncu fixture of pitfall_spill (H100, Triton 3.6) against the prediction
+    from this machine's cross-compile figures (the same 255 registers, 72 KB dynamic)."""
+    rows = list(csv.reader((FIXTURES / "ncu_spill_raw.csv").open()))
+    ncu = {name: value.replace(",", "") for name, value in zip(rows[0], rows[2])}
+    usage = parse_resource_usage((FIXTURES / "ir_resource_usage_spill_sm90.txt").read_text())
+    res = resources("_matmul_kernel", 90, usage["_matmul_kernel"], 73728, 4, 3)
+    assert int(ncu["launch__shared_mem_per_block_dynamic"]) == res.dynamic_shared
+    assert int(ncu["launch__registers_per_thread"]) == res.regs
+    assert int(ncu["launch__shared_mem_per_block"]) == res.shared_bytes
+    limits = {
+        "registers": "launch__occupancy_limit_registers",
+        "shared memory": "launch__occupancy_limit_shared_mem",
+        "warps": "launch__occupancy_limit_warps",
+        "blocks": "launch__occupancy_limit_blocks",
+    }
+    assert res.occupancy.block_limits == {k: int(ncu[m]) for k, m in limits.items()}
+    assert res.occupancy.percent == float(ncu["sm__maximum_warps_per_active_cycle_pct"])

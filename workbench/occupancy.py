@@ -1,8 +1,9 @@
 """Theoretical occupancy from a kernel's resources and the arch's limits (pure arithmetic).
 
 Follows the CUDA occupancy calculator (cuda_occupancy.h): registers are allocated per warp in
-units of 256, warps are spread over 4 sub-partitions, shared memory in units of 128 bytes plus
-1 KB the runtime reserves per block; the SM takes the largest shared-memory carveout.
+units of 256, warps are spread over 4 sub-partitions, shared memory in units of 128 bytes, and
+every block also holds the 1 KB the driver reserves; the SM takes the largest carveout.
+Checked against Nsight Compute's launch__occupancy_limit_* on an H100.
 """
 
 from __future__ import annotations
@@ -37,6 +38,18 @@ ARCHS: dict[int, ArchLimits] = {
     90: ArchLimits("sm_90", 64, 32, smem_per_sm=228 * 1024, max_smem_per_block=227 * 1024),
 }
 LIMITERS = ("registers", "shared memory", "warps", "blocks")
+
+
+def block_shared(arch: int, dynamic: int, static: int) -> int:
+    """Shared memory a block holds: Triton's dynamic amount plus the driver-reserved 1 KB.
+
+    For Triton kernels cuobjdump's static SHARED is either 0 or that same reserved kilobyte
+    (Nsight Compute on an H100: static 0, driver 1024, for a cubin with SHARED:1024), so the
+    larger of the two is counted, once. This is ncu's launch__shared_mem_per_block.
+    """
+    lim = ARCHS.get(arch)
+    reserved = lim.smem_reserved_per_block if lim else 1024
+    return dynamic + max(static, reserved)
 
 
 def parse_arch(text: str | int) -> int:
@@ -74,7 +87,9 @@ def _round_up(x: int, unit: int) -> int:
 
 
 def occupancy(arch: int, regs_per_thread: int, num_warps: int, smem_per_block: int) -> Occupancy:
-    """Blocks and warps one SM holds at once for a kernel with these resources."""
+    """Blocks and warps one SM holds at once for a kernel with these resources.
+
+    `smem_per_block` is what a block holds, the reserved kilobyte included (block_shared)."""
     lim = ARCHS.get(arch)
     if lim is None:
         known = ", ".join(a.name for a in ARCHS.values())
@@ -92,10 +107,11 @@ def occupancy(arch: int, regs_per_thread: int, num_warps: int, smem_per_block: i
     else:
         warps_per_partition = (lim.regs_per_sm // lim.sub_partitions) // regs_per_warp
         by_regs = warps_per_partition * lim.sub_partitions // num_warps
-    smem_alloc = _round_up(smem_per_block + lim.smem_reserved_per_block, lim.smem_alloc_unit)
-    if smem_per_block > lim.max_smem_per_block:
+    smem_alloc = _round_up(max(smem_per_block, lim.smem_reserved_per_block), lim.smem_alloc_unit)
+    usable = smem_per_block - lim.smem_reserved_per_block
+    if usable > lim.max_smem_per_block:
         by_smem = 0
-        reason = reason or f"{smem_per_block} bytes shared/block > {lim.max_smem_per_block}"
+        reason = reason or f"{usable} bytes shared/block > {lim.max_smem_per_block}"
     else:
         by_smem = lim.smem_per_sm // smem_alloc
     if num_warps * 32 > lim.max_threads_per_block:

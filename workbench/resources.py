@@ -2,8 +2,9 @@
 
 Registers and the local-memory stack come from `cuobjdump --dump-resource-usage` on the cubin,
 which works without a GPU. Shared memory is the dynamic amount Triton requests at launch
-(`metadata.shared`) plus the static `SHARED:` of the cubin. On a GPU the driver's figures after
-loading (`n_regs`, and `n_spills` = local bytes per thread / 4) are the ones to check against.
+(`metadata.shared`) plus the driver-reserved kilobyte, which the cubin's `SHARED:` shows when a
+kernel uses it (occupancy.block_shared). On a GPU the driver's figures after loading (`n_regs`,
+and `n_spills` = local bytes per thread / 4) are the ones to check against.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-from workbench.occupancy import ARCHS, Occupancy, occupancy
+from workbench.occupancy import ARCHS, Occupancy, block_shared, occupancy
 
 _FUNCTION = re.compile(r"^\s*Function\s+([^:\s]+)\s*:\s*$")
 _PAIR = re.compile(r"([A-Z]+(?:\[\d+\])?):(\d+)")
@@ -53,7 +54,8 @@ class Resources:
 
     @property
     def shared_bytes(self) -> int:
-        return self.static_shared + self.dynamic_shared
+        """What a block holds (ncu's launch__shared_mem_per_block)."""
+        return block_shared(self.arch, self.dynamic_shared, self.static_shared)
 
     @property
     def n_spills(self) -> int:
@@ -81,7 +83,7 @@ def resources(
     static = usage.get("SHARED", 0)
     occ = None
     if arch in ARCHS:
-        occ = occupancy(arch, regs, num_warps, static + dynamic_shared)
+        occ = occupancy(arch, regs, num_warps, block_shared(arch, dynamic_shared, static))
     return Resources(
         kernel=kernel,
         arch=arch,
