@@ -160,6 +160,8 @@ def _run_diff(args: argparse.Namespace, stages: list[str]) -> int:
         outcomes = [ir_job(args, args.name, [base], stages), ir_job(args, other, [config], stages)]
         pair = [v for o in outcomes for v in (o.result or {}).get("variants", [])]
     if len(pair) != 2 or any(v["error"] for v in pair):
+        if args.json:
+            print_json({"runs": [o.to_dict() for o in outcomes]})
         for o in outcomes:
             finish(o, args.json)
         for v in pair:
