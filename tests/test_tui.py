@@ -59,3 +59,27 @@ async def test_cancel_ends_a_hanging_check():
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert "cancelled" in str(app.query_one("#verdict", Static).render())
+
+
+async def test_resources_and_ir_of_the_spilling_kernel():
+    from textual.widgets import TextArea
+
+    app = WorkbenchApp([str(ROOT / "kernels" / "pitfalls")])
+    async with app.run_test(size=(160, 40)) as pilot:
+        kernels = app.query_one("#kernels", DataTable)
+        names = [kernels.get_row_at(i)[0] for i in range(kernels.row_count)]
+        assert names.index("pitfall_spill") == 0
+        await pilot.press("s")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        rows = app.query_one("#resources", DataTable)
+        spills = [int(rows.get_row_at(i)[2]) for i in range(rows.row_count)]
+        assert spills and spills[0] > 0
+        assert "register-spill" in str(app.query_one("#findings", Static).render())
+        await pilot.press("i")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        area = app.query_one("#ir", TextArea)
+        assert "tt.dot" in area.text and "ttir" in str(area.border_title)
+        await pilot.press("right_square_bracket")
+        assert "ttgir" in str(area.border_title) and "ttg." in area.text

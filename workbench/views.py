@@ -8,6 +8,7 @@ from workbench.discovery import KernelEntry
 from workbench.render import fmt
 
 KERNEL_HEADERS = ("name", "kind", "dtypes", "shape sets", "file")
+RESOURCE_HEADERS = ("config", "regs", "spill B", "smem B", "warps", "stages", "occ %", "limiter")
 CHECK_HEADERS = ("status", "dtype", "shape", "layout", "max|d|", "relL2", "worst", "note")
 
 
@@ -46,3 +47,26 @@ def check_verdict(result: dict) -> str:
 
 
 FACTS = ("stride_only_errors", "boundary_only_errors", "nondeterministic")
+
+
+def resource_row(v: dict) -> tuple:
+    res = v["resources"] or {}
+    occ = res.get("occupancy") or {}
+    return (
+        v["label"],
+        res.get("regs", "-"),
+        res.get("spill_bytes", "-"),
+        res.get("shared_bytes", "-"),
+        res.get("num_warps", "-"),
+        res.get("num_stages", "-"),
+        fmt(occ.get("percent")),
+        occ.get("limiter", "-"),
+    )
+
+
+def finding_lines(found: list[dict]) -> str:
+    lines = []
+    for f in found:
+        where = f":{f['line']}" if f.get("line") else ""
+        lines.append(f"[{f['severity']}] {f['id']}{where}: {f['title']}\n    fix: {f['fix']}")
+    return "\n".join(lines) or "no static findings"

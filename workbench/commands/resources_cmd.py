@@ -11,7 +11,8 @@ import argparse
 
 from workbench.cli import add_json_option, add_path_option
 from workbench.commands.ir_cmd import add_selection_options, finish, ir_job
-from workbench.render import fmt, print_json, table
+from workbench.render import print_json, table
+from workbench.views import RESOURCE_HEADERS, finding_lines, resource_row
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -31,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(outcome.to_dict())
     elif result:
         print(f"{result['kernel']} on {result['arch']} ({result['mode']})")
-        print(table(HEADERS, [_row(v) for v in result["variants"]]))
+        print(table(RESOURCE_HEADERS, [resource_row(v) for v in result["variants"]]))
         device = [v for v in result["variants"] if v.get("device")]
         if device:
             print("\ndriver after loading (n_regs, n_spills = local bytes / 4):")
@@ -40,15 +41,10 @@ def run(args: argparse.Namespace) -> int:
         for v in errors:
             print(f"\n{v['label']}: {v['error']['cause']}\n  remedy: {v['error']['remedy']}")
         print()
-        for f in result["findings"]:
-            where = f":{f['line']}" if f.get("line") else ""
-            print(f"[{f['severity']}] {f['id']}{where}: {f['title']}\n    fix: {f['fix']}")
-        if not result["findings"]:
-            print("no static findings")
+        print(finding_lines(result["findings"]))
     return finish(outcome, args.json)
 
 
-HEADERS = ("config", "regs", "spill B", "smem B", "warps", "stages", "occ %", "limiter")
 DEVICE_HEADERS = (
     "config",
     "n_regs",
@@ -59,21 +55,6 @@ DEVICE_HEADERS = (
     "cross-compiled regs",
     "same hash",
 )
-
-
-def _row(v: dict) -> tuple:
-    res = v["resources"] or {}
-    occ = res.get("occupancy") or {}
-    return (
-        v["label"],
-        res.get("regs", "-"),
-        res.get("spill_bytes", "-"),
-        res.get("shared_bytes", "-"),
-        res.get("num_warps", "-"),
-        res.get("num_stages", "-"),
-        fmt(occ.get("percent")),
-        occ.get("limiter", "-"),
-    )
 
 
 def _device_row(v: dict) -> tuple:

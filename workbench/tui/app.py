@@ -1,4 +1,4 @@
-"""The terminal UI: the kernel list, and a check of the selected kernel with live progress.
+"""The terminal UI: the kernel list; check, resources and IR of the selected kernel.
 
 Screens and widgets only: the catalog comes from `workbench.discovery`, work runs through
 `workbench.jobs` in a child process, rows come from `workbench.views`. Nothing here imports
@@ -9,17 +9,38 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Footer, Header, ProgressBar, Static
+from textual.widgets import (
+    DataTable,
+    Footer,
+    Header,
+    ProgressBar,
+    Static,
+    TabbedContent,
+    TabPane,
+    TextArea,
+)
 
 from workbench import jobs, machine
 from workbench.discovery import Catalog, KernelEntry, discover
-from workbench.views import CHECK_HEADERS, KERNEL_HEADERS, check_row, check_verdict, kernel_row
+from workbench.views import (
+    CHECK_HEADERS,
+    KERNEL_HEADERS,
+    RESOURCE_HEADERS,
+    check_row,
+    check_verdict,
+    finding_lines,
+    kernel_row,
+    resource_row,
+)
+
+IR_STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
 
 
 class WorkbenchApp(App[None]):
@@ -31,10 +52,16 @@ class WorkbenchApp(App[None]):
     #details { height: auto; padding: 0 1; }
     #progress { padding: 0 1; }
     #verdict { height: auto; padding: 0 1; }
-    #cases { height: 1fr; }
+    #cases, #resources { height: 1fr; }
+    #findings { height: auto; max-height: 12; padding: 0 1; }
+    #ir { height: 1fr; }
     """
     BINDINGS = [
         Binding("c", "check", "Check", id="check"),
+        Binding("s", "resources", "Resources", id="resources"),
+        Binding("i", "ir", "IR", id="ir"),
+        Binding("left_square_bracket", "stage(-1)", "Prev stage", show=False),
+        Binding("right_square_bracket", "stage(1)", "Next stage", show=False),
         Binding("x", "cancel", "Cancel", id="cancel"),
         Binding("r", "reload", "Reload", id="reload"),
         Binding("q", "quit", "Quit", id="quit"),
@@ -47,6 +74,8 @@ class WorkbenchApp(App[None]):
         self.running: jobs.Outcome | None = None
         self._cancel = threading.Event()
         self._busy = False
+        self._ir: dict[str, str] = {}
+        self._stage = 0
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -58,13 +87,21 @@ class WorkbenchApp(App[None]):
                 yield Static(id="details")
                 yield ProgressBar(id="progress", total=1, show_eta=False)
                 yield Static(id="verdict")
-                yield DataTable(id="cases", zebra_stripes=True)
+                with TabbedContent(id="tabs"):
+                    with TabPane("Check", id="tab-check"):
+                        yield DataTable(id="cases", zebra_stripes=True)
+                    with TabPane("Resources", id="tab-resources"):
+                        yield DataTable(id="resources", zebra_stripes=True)
+                        yield Static(id="findings")
+                    with TabPane("IR", id="tab-ir"):
+                        yield TextArea(id="ir", read_only=True, show_line_numbers=True)
         yield Footer()
 
     def on_mount(self) -> None:
         self.sub_title = f"{machine.mode()} mode"
         self.query_one("#kernels", DataTable).add_columns(*KERNEL_HEADERS)
         self.query_one("#cases", DataTable).add_columns(*CHECK_HEADERS)
+        self.query_one("#resources", DataTable).add_columns(*RESOURCE_HEADERS)
         self.action_reload()
 
     # -- kernel list -------------------------------------------------------------------------
@@ -100,37 +137,54 @@ class WorkbenchApp(App[None]):
         )
         self.query_one("#details", Static).update(text)
 
-    # -- check -------------------------------------------------------------------------------
+    # -- jobs: check, resources, IR ----------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "check":
+        if action in ("check", "resources", "ir"):
             return not self._busy
         if action == "cancel":
             return True if self._busy else None
         return True
 
     def action_check(self) -> None:
+        self._start("check", {}, "tab-check")
+
+    def action_resources(self) -> None:
+        self._start("ir", {"stages": ["ttir"]}, "tab-resources")
+
+    def action_ir(self) -> None:
+        self._start("ir", {"stages": list(IR_STAGES)}, "tab-ir")
+
+    def action_cancel(self) -> None:
+        self._cancel.set()
+
+    def action_stage(self, step: int) -> None:
+        if self._ir:
+            self._stage = (self._stage + step) % len(IR_STAGES)
+            self._show_stage()
+
+    def _start(self, kind: str, params: dict, tab: str) -> None:
         entry = self.selected()
         if entry is None or self._busy:
             return
         self._busy = True
         self._cancel.clear()
         self.refresh_bindings()
-        self.query_one("#cases", DataTable).clear()
-        self.query_one("#verdict", Static).update(f"checking {entry.name} ...")
+        self.query_one("#tabs", TabbedContent).active = tab
+        if kind == "check":
+            self.query_one("#cases", DataTable).clear()
+        else:
+            params = {"file": entry.file, "configs": [], **params}
+        self.query_one("#verdict", Static).update(Text(f"{kind}: {entry.name} ..."))
         self.query_one("#progress", ProgressBar).update(total=1, progress=0)
-        self.run_check(entry)
-
-    def action_cancel(self) -> None:
-        self._cancel.set()
+        self.run_job(jobs.Job(kind, entry, params), tab)
 
     @work(thread=True, exclusive=True, group="job")
-    def run_check(self, entry: KernelEntry) -> None:
-        job = jobs.Job("check", entry, {})
+    def run_job(self, job: jobs.Job, tab: str) -> None:
         outcome = jobs.run_job(
             job, on_event=lambda e: self.call_from_thread(self._on_event, e), cancel=self._cancel
         )
-        self.call_from_thread(self._on_outcome, outcome)
+        self.call_from_thread(self._on_outcome, outcome, tab)
 
     def _on_event(self, event: dict) -> None:
         if event.get("event") == "progress":
@@ -139,16 +193,44 @@ class WorkbenchApp(App[None]):
         elif event.get("event") == "case":
             self.query_one("#cases", DataTable).add_row(*check_row(event["case"]))
 
-    def _on_outcome(self, outcome: jobs.Outcome) -> None:
+    def _on_outcome(self, outcome: jobs.Outcome, tab: str) -> None:
         self._busy = False
         self.refresh_bindings()
-        lines = [check_verdict(outcome.result)] if outcome.result else []
+        result = outcome.result
+        lines = []
+        if result and tab == "tab-check":
+            lines.append(check_verdict(result))
+        elif result:
+            self._show_compiled(result, tab)
+            lines.append(
+                f"{result['kernel']}: {len(result['variants'])} config(s), "
+                f"{result['arch']} ({result['mode']})"
+            )
         if outcome.problem:
             lines.append(f"[{outcome.status}] {outcome.problem}")
         if outcome.store_problem:
             lines.append(f"not saved: {outcome.store_problem}")
         lines.append(f"run {outcome.run_id} in {outcome.seconds:.1f} s")
         self.query_one("#verdict", Static).update(Text("\n".join(lines)))
+
+    def _show_compiled(self, result: dict, tab: str) -> None:
+        table = self.query_one("#resources", DataTable)
+        table.clear()
+        for v in result["variants"]:
+            table.add_row(*resource_row(v))
+        self.query_one("#findings", Static).update(Text(finding_lines(result["findings"])))
+        first = next((v for v in result["variants"] if not v["error"]), None)
+        self._ir = {s: p for s, p in (first or {}).get("artifacts", {}).items() if s in IR_STAGES}
+        if tab == "tab-ir":
+            self._show_stage()
+
+    def _show_stage(self) -> None:
+        stage = IR_STAGES[self._stage]
+        path = self._ir.get(stage)
+        text = Path(path).read_text(errors="replace") if path else f"no {stage} for this kernel"
+        area = self.query_one("#ir", TextArea)
+        area.load_text(text)
+        area.border_title = f"{stage}  ([ ] change stage)"
 
 
 def run_app(paths: Sequence[str] = ()) -> int:
