@@ -93,6 +93,19 @@ def test_softmax_bank_conflicts_and_vector_add_throughput():
     assert add["occupancy_limiter"] == "registers, warps"  # a tie is reported as a tie
 
 
+def test_memory_preset_adds_stall_rules_and_section_only_metrics():
+    mem = ncureport.load(str(FIXTURES / "ncu_spill_memory.ncu-rep"))
+    values = mem.metrics.set_index("metric")["value"]
+    assert values["derived__local_spilling_requests"] == 290_048  # only sections give derived__
+    assert values["derived__local_spilling_requests_pct"] == 100
+    assert not mem.metrics["metric"].str.endswith("_not_issued").any()
+    rules = set(mem.rules["rule"])
+    assert {"CPIStall", "IssueSlotUtilization", "MemoryCacheAccessPattern"} <= rules
+    lines = mem.lines()
+    top = lines[lines["origin"] == "kernel"].iloc[0]
+    assert top["smsp__pcsamp_warps_issue_stalled_long_scoreboard"] > 0
+
+
 def test_raw_csv_gives_the_same_numbers_as_the_report(spill):
     csv = ncureport.load(str(FIXTURES / "ncu_spill_raw.csv"))
     assert csv.reader == "csv (raw page)"
@@ -154,10 +167,10 @@ def trace() -> nsys.NsysProfile:
     return nsys.load(str(FIXTURES / "nsys_vector_add.sqlite"))
 
 
-def test_nsys_kernels_and_registered_range_names(trace):
+def test_nsys_records_only_the_range_window(trace):
     k = trace.kernels
-    assert len(k) == 14
-    assert set(k["name"]) == {"_add_kernel", "distribution_elementwise_grid_stride_kernel"}
+    assert len(k) == 10  # cudaProfilerStart/Stop around the ranges: warm-up is not in the trace
+    assert set(k["name"]) == {"_add_kernel"}
     r = trace.ranges
     assert list(r["name"]) == ["vector_add:1048576:float32"]  # a registered string (textId)
     assert list(r["domain"]) == ["workbench"] and list(r["style"]) == ["PushPop"]
@@ -165,14 +178,35 @@ def test_nsys_kernels_and_registered_range_names(trace):
 
 def test_nsys_range_summary_kernels_inside_and_gaps(trace):
     s = trace.range_summary().iloc[0]
-    assert s["kernels"] == 10  # the 10 repeats; warm-up launches are outside the range
-    assert s["gpu_busy_ns"] == 30_114
-    assert s["gaps"] == 9 and s["gap_sum_ns"] == pytest.approx(s["gpu_span_ns"] - 30_114)
+    assert s["kernels"] == 10 and s["gpu_busy_ns"] == 29_792
+    assert s["gaps"] == 9 and s["gap_sum_ns"] == pytest.approx(s["gpu_span_ns"] - 29_792)
+    assert s["gap_max_ns"] == 104_514
     inside = trace.kernels_in("vector_add:1048576:float32")
     assert list(inside["name"]) == ["_add_kernel"] and inside.iloc[0]["launches"] == 10
     ks = trace.kernel_summary().set_index("name")
-    assert ks.loc["_add_kernel", "instances"] == 12
-    assert (trace.kernels["range"] == "vector_add:1048576:float32").sum() == 10
+    assert ks.loc["_add_kernel", "instances"] == 10 and ks.loc["_add_kernel", "min_ns"] == 2944
+    assert trace.kernels["gap_before_ns"].iloc[1:].notna().all()
+
+
+def test_nsys_nested_ranges_of_a_workload():
+    t = nsys.load(str(FIXTURES / "nsys_transformer.sqlite"))
+    summary = t.range_summary().set_index("range")
+    top = summary.loc["transformer:8x128x256x8x4:float32"]
+    assert top["instances"] == 1 and top["kernels"] == 108  # 3 forward passes
+    for layer in ("layer0", "layer1", "layer2", "layer3"):
+        assert summary.loc[layer, "instances"] == 3 and summary.loc[layer, "kernels"] == 24
+        assert summary.loc[layer, "domain"] == "workbench"
+    # each kernel is charged to its innermost range
+    assert t.kernels["range"].value_counts()["layer0"] == 24
+    assert t.kernels["range"].value_counts()["transformer:8x128x256x8x4:float32"] == 12
+    inside = t.kernels_in("layer0").set_index("name")["launches"].to_dict()
+    assert inside == {
+        "_matmul_kernel": 12,
+        "_add_dropout_layer_norm_kernel": 6,
+        "_attn_fwd": 3,
+        "elementwise_kernel": 3,
+    }
+    assert t.kernel_summary().iloc[0]["name"] == "_matmul_kernel"
 
 
 def test_corrupt_sqlite_is_refused(tmp_path):

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 
 from workbench import jobs
 from workbench.discovery import discover
+
+ROOT = Path(__file__).parent.parent
 
 
 @pytest.fixture
@@ -44,3 +54,47 @@ def test_target_without_configs_fails_clearly(cpu):
     entry = discover([]).find("vector_add")
     out = jobs.run_job(jobs.Job("profile-target", entry, {"configs": []}, timeout=120))
     assert out.status == "error" and out.problem.kind == "no-config"
+
+
+def _alive_with(marker: str) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue
+        if marker.encode() in cmdline:
+            pids.append(int(proc.name))
+    return pids
+
+
+def test_ctrl_c_cancels_the_profiler_and_its_child(tmp_path):
+    """Interrupting `profile` ends the wrapped tool's whole process group and keeps the record.
+
+    ncu is not installed here: a program that answers --version and then waits stands in for
+    the profiler, which is all this checks (the same path ran under the real ncu on the H100).
+    """
+    marker = f"61.{os.getpid()}"
+    tool = tmp_path / "ncu"
+    answer = "[ \"$1\" = --version ] && { echo 'Version 1'; exit 0; }"
+    tool.write_text(f"#!/bin/sh\n{answer}\nexec sleep {marker}\n")
+    tool.chmod(0o755)
+    env = {
+        **os.environ,
+        "WORKBENCH_NCU": str(tool),
+        "WORKBENCH_DEVICE": "cuda",
+        "WORKBENCH_REPORTS": str(tmp_path / "reports"),
+    }
+    cmd = [sys.executable, "-m", "workbench", "profile", "vector_add", "--json"]
+    proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not _alive_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _alive_with(marker), "the stand-in profiler never started"
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 2
+    result = json.loads(out)
+    assert result["problem"]["kind"] == "cancelled"
+    assert result["run"]["status"] == "cancelled"
+    assert not _alive_with(marker)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
+import time
 
 from workbench.cli import add_json_option, add_path_option
 from workbench.errors import fail
@@ -95,8 +96,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_cancellable(session, entry, req, on_event):  # type: ignore[no-untyped-def]
-    """Ctrl-C cancels the profiler and its child (they run in a session of their own)."""
-    cancel = threading.Event()
+    """Ctrl-C cancels the profiler and its child (they run in a process session of their own).
+
+    The main thread only sleeps: an interrupted `Thread.join` can leave the thread looking
+    finished while it still runs, so completion is signalled with an Event instead.
+    """
+    cancel, done = threading.Event(), threading.Event()
     box: dict = {}
 
     def work() -> None:
@@ -104,14 +109,16 @@ def _run_cancellable(session, entry, req, on_event):  # type: ignore[no-untyped-
             box["run"] = session.profile(entry, req, on_event, cancel)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             box["error"] = exc
+        finally:
+            done.set()
 
-    worker = threading.Thread(target=work, daemon=True)
-    worker.start()
-    while worker.is_alive():
+    threading.Thread(target=work, daemon=True).start()
+    while not done.is_set():
         try:
-            worker.join(0.2)
+            time.sleep(0.1)
         except KeyboardInterrupt:
-            print("cancelling...", file=sys.stderr)
+            if not cancel.is_set():
+                print("cancelling...", file=sys.stderr)
             cancel.set()
     if "error" in box:
         raise box["error"]

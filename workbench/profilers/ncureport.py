@@ -162,8 +162,9 @@ def _from_ncu_report(mod: Any, path: str, reader: str) -> NcuProfile:
                 metric = action.metric_by_name(name)
                 if metric is None:
                     continue
-                if is_source_metric(name) and metric.has_correlation_ids():
-                    source_rows.extend(_source_rows(action, metric, launch, kernel))
+                if name.startswith(SOURCE_PREFIXES) and metric.has_correlation_ids():
+                    if is_source_metric(name):
+                        source_rows.extend(_source_rows(action, metric, launch, kernel))
                     continue
                 value = metric.value()
                 if isinstance(value, str):
