@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 
-GPU_ACTIONS = ("bench", "sweep", "profile")
+GPU_ACTIONS = ("bench", "profile")
 ANYWHERE_ACTIONS = ("check", "ir", "resources", "history")
 
 
