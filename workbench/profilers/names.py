@@ -35,11 +35,6 @@ def range_name(kernel: str, config: Config) -> str:
     return f"{kernel}:{config.label}"
 
 
-def split_range(name: str, kernel: str) -> str:
-    """The config part of a range name ("" when the range is not one of ours)."""
-    return name[len(kernel) + 1 :] if name.startswith(kernel + ":") else ""
-
-
 def parse_config(text: str, default_dtype: str | None) -> Config:
     """ "4096x1024", "4096x1024:float16", "1000,7:float32" or "inputs" -> Config."""
     shape_text, _, dtype = text.partition(":")

@@ -119,16 +119,3 @@ def parse_version(text: str) -> str:
         if m:
             return m.group(1).strip()
     return text.strip().splitlines()[-1] if text.strip() else "unknown"
-
-
-def status() -> dict[str, dict]:
-    """Each tool as found, or the problem that says why not (for `list` and the TUI)."""
-    from workbench.errors import WorkbenchError
-
-    out: dict[str, dict] = {}
-    for name in ENV:
-        try:
-            out[name] = find(name).to_dict()
-        except WorkbenchError as exc:
-            out[name] = {"name": name, "problem": exc.problem.to_dict()}
-    return out
