@@ -49,8 +49,11 @@ def _store_quarter(mask_ptr, row_ptr, i, quarter, n_cols, j: tl.constexpr, keep)
 
 @triton.jit(do_not_specialize=["threshold"])
 def _keep_mask_kernel(mask_ptr, seed_ptr, n_cols, quarter, threshold, BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    i = tl.program_id(1).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    # One flat grid axis (axis 1 and 2 stop at 65535 programs): row-major over row x block.
+    pid = tl.program_id(0).to(tl.int64)
+    blocks = tl.cdiv(quarter, BLOCK)
+    row = pid // blocks
+    i = (pid - row * blocks) * BLOCK + tl.arange(0, BLOCK)
     k0, k1, k2, k3 = keep4(tl.load(seed_ptr), row * quarter + i, threshold)
     base = row * n_cols
     _store_quarter(mask_ptr, base, i, quarter, n_cols, 0, k0)
@@ -84,6 +87,6 @@ def keep_mask(seed: torch.Tensor, rows: int, cols: int, p: float) -> torch.Tenso
     mask = torch.empty((rows, cols), dtype=torch.bool, device=seed.device)
     if mask.numel():
         q, block = quarter(cols), 1024
-        grid = (rows, triton.cdiv(q, block))
+        grid = (rows * triton.cdiv(q, block),)
         _keep_mask_kernel[grid](mask, seed, cols, q, threshold(p), BLOCK=block)
     return mask

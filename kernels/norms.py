@@ -195,12 +195,13 @@ def _add_dropout_layer_norm_kernel(
         h3, c3, m3 = _dropout_add(
             x_row, r_row, h_row, i, 3, quarter, n_cols, stride_xn, stride_rn, k3, scale, True
         )
-        mean = (tl.sum(h0, 0) + tl.sum(h1, 0) + tl.sum(h2, 0) + tl.sum(h3, 0)) / n_cols
+        # One reduction per statistic: the quarters are added lane by lane first.
+        mean = tl.sum(h0 + h1 + h2 + h3, axis=0) / n_cols
         h0 = tl.where(m0, h0 - mean, 0.0)
         h1 = tl.where(m1, h1 - mean, 0.0)
         h2 = tl.where(m2, h2 - mean, 0.0)
         h3 = tl.where(m3, h3 - mean, 0.0)
-        var = tl.sum(h0 * h0, 0) + tl.sum(h1 * h1, 0) + tl.sum(h2 * h2, 0) + tl.sum(h3 * h3, 0)
+        var = tl.sum(h0 * h0 + h1 * h1 + h2 * h2 + h3 * h3, axis=0)
         rstd = tl.rsqrt(var / n_cols + eps)
         _affine(h0 * rstd, w_ptr, b_ptr, y_row, c0, m0, stride_w, stride_b, True)
         _affine(h1 * rstd, w_ptr, b_ptr, y_row, c1, m1, stride_w, stride_b, True)
