@@ -12,6 +12,7 @@ ragged lengths, fp32, the interpreter) through masked pointer loads.
 """
 
 import math
+from collections.abc import Callable
 
 import torch
 import triton
@@ -24,7 +25,9 @@ from workbench.spec import MATMUL_TOLERANCES, KernelSpec
 LOG2E = 1.4426950408889634
 
 
-def _cfg(bm: int, bn: int, warps: int, stages: int, pre_hook=None) -> triton.Config:
+def _cfg(
+    bm: int, bn: int, warps: int, stages: int, pre_hook: Callable[[dict], None] | None = None
+) -> triton.Config:
     return triton.Config(
         {"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=warps, num_stages=stages, pre_hook=pre_hook
     )
@@ -283,7 +286,7 @@ def _reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) 
     return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
-def _inputs(causal: bool):
+def _inputs(causal: bool) -> Callable[[tuple[int, ...], torch.dtype, str], tuple]:
     def make(shape: tuple[int, ...], dtype: torch.dtype, device: str) -> tuple:
         q, k, v = (torch.randn(shape, device=device, dtype=dtype) for _ in range(3))
         return q, k, v, causal
@@ -291,7 +294,7 @@ def _inputs(causal: bool):
     return make
 
 
-def _flops(causal: bool):
+def _flops(causal: bool) -> Callable[[tuple[int, ...]], float]:
     def flops(s: tuple[int, ...]) -> float:
         b, h, n, d = s
         return 4.0 * b * h * n * n * d / (2 if causal else 1)

@@ -36,8 +36,8 @@ def _cfg(bm: int, bn: int, bk: int, warps: int, stages: int, **extra: int) -> tr
 
 
 # Largest first. Big tiles with 8 warps and 3-4 stages feed Hopper's wgmma; the small ones
-# serve skinny or small problems (_prune relies on this order). 256 x 128 and 128 x 128 tiles on
-# 4 warps are left out: their accumulators spill on sm_90.
+# serve skinny or small problems (_prune relies on this order). 256 x 128 on 8 warps and
+# 128 x 128 on 4 warps are left out: their accumulators spill on sm_90.
 _POINTER_CONFIGS = [
     _cfg(128, 256, 64, 8, 3),
     _cfg(128, 256, 64, 8, 4),
