@@ -8,7 +8,8 @@ Wider rows are walked in chunks: a first pass keeps per-lane Welford statistics 
 The fused kernel computes h = residual + dropout(x, p) and y = LayerNorm(h) and returns both
 (h is the next block's residual), moving x and residual in, y and h out: 4 x M x N elements.
 Its keep-mask is the stream of `kernels._dropout` with the rows of the input as rows; the
-reference rebuilds it with the same generator and composes torch ops in fp32.
+reference rebuilds it with the same generator and composes torch ops in fp32. At p = 0 the
+generator is compiled out: the kernel is then the residual add + LayerNorm of a forward pass.
 
 Rows and columns of x (and residual) are read through their strides, weight and bias through
 theirs; outputs are dense. Statistics and the affine in fp32; one rounding on the way out.

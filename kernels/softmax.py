@@ -197,7 +197,7 @@ SOFTMAX_ONLINE = KernelSpec(
     shapes={
         "regular": [(4, 2048)],
         "irregular": [(1, 1), (9, 1000), (3, 2, 1537)],
-        "bench": [(32768, 65536), (16384, 131072), (8192, 262144)],
+        "bench": [(4096, 65536), (2048, 131072), (1024, 262144)],
     },
     dtypes=("float32", "float16", "bfloat16"),
     flops=lambda s: 8.0 * math.prod(s),
