@@ -29,6 +29,7 @@ import triton.language as tl
 
 from kernels import _dropout
 from workbench.compat import autotune_configs
+from workbench.errors import fail
 from workbench.spec import KernelSpec
 
 _SQRT_HALF = tl.constexpr(math.sqrt(0.5))
@@ -155,7 +156,11 @@ def _as_rows(x: torch.Tensor) -> tuple[torch.Tensor, int, int, int, bool]:
 
 def _tanh(approximate: str) -> bool:
     if approximate not in ("none", "tanh"):
-        raise ValueError(f"approximate must be 'none' or 'tanh', not {approximate!r}")
+        raise fail(
+            "bad-argument",
+            f"approximate={approximate!r} is not a GELU form",
+            "pass approximate='none' (erf) or 'tanh', as torch.nn.functional.gelu takes",
+        )
     return approximate == "tanh"
 
 

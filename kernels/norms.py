@@ -26,6 +26,7 @@ import triton.language as tl
 
 from kernels import _dropout
 from workbench.compat import autotune_configs
+from workbench.errors import fail
 from workbench.spec import KernelSpec, Tolerance
 
 MAX_FUSED_COLS = 16384
@@ -254,16 +255,22 @@ def _add_dropout_layer_norm_kernel(
             _affine((h - row_mean) * rstd, w_ptr, b_ptr, y_row, c, m, stride_w, stride_b, True)
 
 
-def _rows(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    if x.ndim == 0 or weight.shape != x.shape[-1:]:
-        raise ValueError(f"weight of shape {tuple(weight.shape)} does not match x {tuple(x.shape)}")
+def _rows(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """x as rows of its last dimension, once weight (and bias) are known to match it."""
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (x.ndim == 0 or t.shape != x.shape[-1:]):
+            raise fail(
+                "bad-argument",
+                f"{name} of shape {tuple(t.shape)} does not match x of shape {tuple(x.shape)}",
+                "pass a weight and bias of shape x.shape[-1:]",
+            )
     return x.reshape(-1, x.shape[-1])
 
 
 def _norm(
     x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, eps: float, rms: bool
 ) -> torch.Tensor:
-    rows = _rows(x, weight)
+    rows = _rows(x, weight, bias)
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     n_rows, n_cols = rows.shape
     if y.numel():
@@ -299,9 +306,13 @@ def add_dropout_layer_norm(
     eps: float = 1e-5,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(LayerNorm(h), h) with h = residual + dropout(x, p), in one pass."""
-    rows, res = _rows(x, weight), _rows(residual, weight)
+    rows, res = _rows(x, weight, bias), _rows(residual, weight, None)
     if residual.shape != x.shape:
-        raise ValueError(f"residual {tuple(residual.shape)} and x {tuple(x.shape)} differ")
+        raise fail(
+            "bad-argument",
+            f"residual of shape {tuple(residual.shape)} differs from x {tuple(x.shape)}",
+            "pass a residual of the same shape as x",
+        )
     threshold = _dropout.threshold(p)
     seed = _dropout.new_seed(x.device) if seed is None else seed
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)

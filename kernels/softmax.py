@@ -22,6 +22,7 @@ import triton
 import triton.language as tl
 
 from workbench.compat import autotune_configs
+from workbench.errors import fail
 from workbench.spec import KernelSpec
 
 MAX_FUSED_COLS = 16384
@@ -124,7 +125,7 @@ def _softmax_online_kernel(
 
 def _rows(x: torch.Tensor) -> torch.Tensor:
     if x.ndim == 0:
-        raise ValueError("softmax needs at least one dimension")
+        raise fail("bad-argument", "x is a 0-d tensor", "pass a tensor with a last dimension")
     return x.reshape(-1, x.shape[-1])
 
 

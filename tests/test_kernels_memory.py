@@ -121,12 +121,13 @@ def test_ignored_strides_fail_only_on_strided_inputs(broken):
     assert result["summary"]["stride_only_errors"] is True
 
 
-def test_dropout_stream_properties():
-    """Keep rate, seed dependence, and the fused kernels applying exactly keep_mask's stream."""
+def test_dropout_stream_and_bad_arguments():
+    """Keep rate, seed dependence, the fused kernels applying exactly keep_mask's stream, and
+    bad arguments answered with a cause and a remedy."""
     code = textwrap.dedent(
         """
         import json, torch
-        from kernels import _dropout as D, gelu as G, norms as N
+        from kernels import _dropout as D, gelu as G, norms as N, softmax as S
         from workbench.errors import WorkbenchError
         torch.manual_seed(0)
         out = {}
@@ -143,10 +144,18 @@ def test_dropout_stream_properties():
         w, b = torch.ones(999), torch.zeros(999)
         _, h = N.add_dropout_layer_norm(x, torch.zeros_like(x), w, b, 0.25, s2)
         out["ln_mask"] = bool(torch.equal(h != 0, D.keep_mask(s2, 5, 999, 0.25)))
-        try:
-            G.gelu_dropout(x, 1.0, s1)
-        except WorkbenchError as exc:
-            out["p1"] = exc.problem.kind
+        bad = {
+            "p1": lambda: G.gelu_dropout(x, 1.0, s1),
+            "form": lambda: G.gelu(x, "exact"),
+            "bias": lambda: N.layer_norm(x, w, torch.zeros(998)),
+            "residual": lambda: N.add_dropout_layer_norm(x, x[:4], w, b),
+            "0-d": lambda: S.softmax(torch.tensor(1.0)),
+        }
+        for name, call in bad.items():
+            try:
+                call()
+            except WorkbenchError as exc:
+                out[name] = [exc.problem.kind, exc.problem.cause, exc.problem.remedy]
         print(json.dumps(out))
         """
     )
@@ -160,4 +169,7 @@ def test_dropout_stream_properties():
     assert out["same"] and out["p0_all"]
     assert 0.5 < out["other_seed_agree"] < 0.65  # independent masks agree on 0.7^2 + 0.3^2
     assert out["gelu_mask"] and out["ln_mask"]
-    assert out["p1"] == "bad-argument"
+    for name in ("p1", "form", "bias", "residual", "0-d"):
+        kind, cause, remedy = out[name]  # a clear message, not a crash inside the kernel
+        assert kind == "bad-argument" and cause and remedy, name
+    assert "998" in out["bias"][1] and "[0, 1)" in out["p1"][1]
