@@ -5,9 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+from workbench import jobs
+from workbench.discovery import discover
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -31,3 +35,20 @@ def cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess
         env={**os.environ, **(env or {})},
         timeout=timeout,
     )
+
+
+def check_all(
+    names: tuple[str, ...], path: str, dtypes: list[str], tmp_path_factory
+) -> dict[str, jobs.Outcome]:
+    """One check job per kernel, two at a time (the interpreter is CPU-bound; CI has 2 cores)."""
+    catalog = discover([path])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("WORKBENCH_REPORTS", str(tmp_path_factory.mktemp("check") / "reports"))
+        mp.setenv("WORKBENCH_DEVICE", "cpu")
+
+        def run(name: str) -> jobs.Outcome:
+            job = jobs.Job("check", catalog.find(name), {"dtypes": dtypes}, timeout=240)
+            return jobs.run_job(job)
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            return dict(zip(names, pool.map(run, names)))

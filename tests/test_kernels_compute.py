@@ -12,13 +12,11 @@ import os
 import subprocess
 import sys
 import textwrap
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, check_all
 
 from workbench import jobs
-from workbench.discovery import discover
 from workbench.errors import WorkbenchError
 
 SPECS = ("matmul", "matmul_bias_gelu", "attention", "attention_causal")
@@ -27,18 +25,7 @@ DTYPES = ["float32", "float16", "bfloat16"]
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory) -> dict[str, jobs.Outcome]:
-    """One check job per spec, two at a time (the interpreter is CPU-bound; CI has 2 cores)."""
-    catalog = discover([str(ROOT / "kernels")])
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("WORKBENCH_REPORTS", str(tmp_path_factory.mktemp("compute") / "reports"))
-        mp.setenv("WORKBENCH_DEVICE", "cpu")
-
-        def run(name: str) -> jobs.Outcome:
-            job = jobs.Job("check", catalog.find(name), {"dtypes": DTYPES}, timeout=240)
-            return jobs.run_job(job)
-
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            return dict(zip(SPECS, pool.map(run, SPECS)))
+    return check_all(SPECS, str(ROOT / "kernels"), DTYPES, tmp_path_factory)
 
 
 @pytest.mark.parametrize("name", SPECS)

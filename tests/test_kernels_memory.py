@@ -14,13 +14,11 @@ import os
 import subprocess
 import sys
 import textwrap
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, check_all
 
 from workbench import jobs
-from workbench.discovery import discover
 
 SPECS = (
     "vector_add",
@@ -39,32 +37,15 @@ DTYPES = ["float32", "float16", "bfloat16"]
 BROKEN = ROOT / "tests" / "helpers" / "broken_kernels.py"
 
 
-def _run_all(
-    names: tuple[str, ...], path: str, dtypes: list[str], tmp_path_factory
-) -> dict[str, jobs.Outcome]:
-    """One check job per kernel, two at a time (the interpreter is CPU-bound; CI has 2 cores)."""
-    catalog = discover([path])
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("WORKBENCH_REPORTS", str(tmp_path_factory.mktemp("memory") / "reports"))
-        mp.setenv("WORKBENCH_DEVICE", "cpu")
-
-        def run(name: str) -> jobs.Outcome:
-            job = jobs.Job("check", catalog.find(name), {"dtypes": dtypes}, timeout=240)
-            return jobs.run_job(job)
-
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            return dict(zip(names, pool.map(run, names)))
-
-
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory) -> dict[str, jobs.Outcome]:
-    return _run_all(SPECS, str(ROOT / "kernels"), DTYPES, tmp_path_factory)
+    return check_all(SPECS, str(ROOT / "kernels"), DTYPES, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def broken(tmp_path_factory) -> dict[str, jobs.Outcome]:
     names = ("scale_floor_grid", "scale_ignores_strides")
-    return _run_all(names, str(BROKEN), DTYPES[:2], tmp_path_factory)
+    return check_all(names, str(BROKEN), DTYPES[:2], tmp_path_factory)
 
 
 @pytest.mark.parametrize("name", SPECS)
