@@ -65,6 +65,20 @@ def test_line_trail_for_another_arch(runs):
         assert f"  {stage}: " in proc.stdout
 
 
+def test_copies_of_one_kernel_file_each_map_to_themselves(tmp_path):
+    # Triton's cache key leaves out the file's path: a copy compiled first must not lend its path.
+    env = {"WORKBENCH_REPORTS": str(tmp_path / "reports"), "WORKBENCH_DEVICE": "cpu"}
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "cache")
+    for copy in ("first", "second"):
+        folder = tmp_path / copy
+        folder.mkdir()
+        (folder / "ir_small.py").write_text((FIXTURES / "ir_kernels" / "ir_small.py").read_text())
+        args = ("ir", "row_softmax", "--path", str(folder), "--stage", "ttir", "--json")
+        proc = cli(*args, env=env, timeout=300)
+        (variant,) = json.loads(proc.stdout)["result"]["variants"]
+        assert set(variant["sourcemap"]["ttir"]) == {str(folder / "ir_small.py")}, copy
+
+
 def test_spill_found_by_cross_compiling_and_gone_with_more_warps(runs):
     diff = runs.json("ir", "pitfall_spill", "--diff", "num_warps=8")
     rows = {r["field"]: r for r in diff["resources"]}

@@ -7,6 +7,7 @@ with a Problem; the parent carries on.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import queue
@@ -75,11 +76,26 @@ def child_command(job: Job, run_dir: str) -> list[str]:
     return cmd
 
 
-def child_env() -> dict[str, str]:
+def child_env(kernel: KernelEntry | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
+    if kernel:
+        env["TRITON_CACHE_DIR"] = triton_cache_dir(kernel.file, env)
     return env
+
+
+def triton_cache_dir(kernel_file: str, env: dict[str, str]) -> str:
+    """A Triton cache of the kernel file's own, under the user's cache.
+
+    Triton's cache key holds a kernel's source and first line but not its file's path, so a
+    kernel compiled before from another copy of the same file (a clone, a moved project) comes
+    back with that copy's path in every `loc`, and the line map finds nothing of this file.
+    """
+    home = env.get("TRITON_HOME") or str(Path.home())
+    base = env.get("TRITON_CACHE_DIR") or os.path.join(home, ".triton", "cache")
+    digest = hashlib.sha256(str(Path(kernel_file).resolve()).encode()).hexdigest()[:16]
+    return os.path.join(base, "workbench", digest)
 
 
 def prepare_run_dir(run_id: str) -> tuple[str, Problem | None]:
@@ -111,7 +127,7 @@ def run_job(
             stdout=subprocess.PIPE,
             stderr=log,
             stdin=subprocess.DEVNULL,
-            env=child_env(),
+            env=child_env(job.kernel),
             start_new_session=True,  # so a timeout or cancel kills the whole process group
             text=True,
         )
