@@ -37,17 +37,29 @@ def _cfg(
 # steps through the diagonal block in BLOCK_N pieces. On an H100 (bf16, seq 4096) 128 x 128 on
 # 8 warps won at d = 128 and 128 x 64 on 8 warps at d = 64; 2 stages lost by 10-20 % everywhere.
 _SHAPES = [(128, 128, 8, 3), (128, 64, 8, 3), (128, 64, 8, 4), (128, 64, 4, 3), (64, 64, 4, 3)]
+# fp32 tiles take twice the bytes: at head_dim 128 none of the above fits in 227 KB of shared
+# memory (64 x 64 x 3 stages needs 229 KB plus scratch), these do.
+_FP32_WIDE = [(64, 64, 4, 2), (64, 32, 4, 2)]
 _INTERPRETER_CONFIG = _cfg(32, 32, 4, 1)
 
 
+def _shape(c: triton.Config) -> tuple[int, int, int, int]:
+    return c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_warps, c.num_stages
+
+
 def _prune(configs: list[triton.Config], named_args: dict, **kwargs: object) -> list[triton.Config]:
-    """Short sequences are launch-bound: the smallest tile, untimed, one compile per shape.
-    A 128 x 64 tile on 4 warps spills its accumulator at head_dim 128."""
+    """The tiles that fit the dtype and head_dim. Short sequences are launch-bound: the smallest
+    tile, untimed, one compile per shape. A 128 x 64 tile on 4 warps spills its accumulator at
+    head_dim 128."""
+    wide = int(kwargs.get("HEAD_DIM", 0)) >= 128  # type: ignore[call-overload]
+    q = named_args.get("q_ptr")
+    fp32_wide = wide and q is not None and q.element_size() == 4
+    fit = [c for c in configs if (_shape(c) in _FP32_WIDE) == fp32_wide] or configs
     if named_args["S"] <= 256:
-        return configs[-1:]
-    if kwargs.get("HEAD_DIM", 0) >= 128:
-        return [c for c in configs if not (c.kwargs["BLOCK_N"] == 64 and c.num_warps == 4)]
-    return configs
+        return fit[-1:]
+    if wide and not fp32_wide:
+        return [c for c in fit if not (c.kwargs["BLOCK_N"] == 64 and c.num_warps == 4)]
+    return fit
 
 
 @triton.jit
@@ -82,7 +94,7 @@ def _block_ranges(start_m, S, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUS
 
 
 @triton.autotune(
-    configs=compat.autotune_configs([_cfg(*s) for s in _SHAPES], _INTERPRETER_CONFIG),
+    configs=compat.autotune_configs([_cfg(*s) for s in _SHAPES + _FP32_WIDE], _INTERPRETER_CONFIG),
     key=["S", "HEAD_DIM", "CAUSAL"],
     prune_configs_by={"early_config_prune": _prune},
 )

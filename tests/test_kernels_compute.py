@@ -118,3 +118,21 @@ def test_bad_operands_name_the_cause():
     q = torch.randn(1, 2, 16, 48)
     with pytest.raises(WorkbenchError, match="power of two"):
         attention(q, q, q, causal=False)
+
+
+def test_attention_tiles_fit_the_dtype():
+    # fp32 at head_dim 128 needs its own small tiles: the 16-bit ones overflow shared memory.
+    import torch
+
+    from kernels import attention as at
+
+    configs = [at._cfg(*s) for s in at._SHAPES + at._FP32_WIDE]
+
+    def pruned(dtype: torch.dtype, d: int, s: int = 4096) -> set[tuple[int, ...]]:
+        args = {"q_ptr": torch.empty(1, dtype=dtype), "S": s}
+        return {at._shape(c) for c in at._prune(configs, args, HEAD_DIM=d, CAUSAL=False)}
+
+    assert pruned(torch.float32, 128) == set(at._FP32_WIDE)
+    assert pruned(torch.float16, 128).isdisjoint(at._FP32_WIDE)
+    assert pruned(torch.float32, 64) == set(at._SHAPES)
+    assert pruned(torch.float32, 128, s=128) == {at._FP32_WIDE[-1]}

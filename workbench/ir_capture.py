@@ -103,13 +103,19 @@ def intercepted(launches: list[Launch], targets: set[int] | None) -> Iterator[No
         jit_cls.run, tune_cls.run = jit_run, tune_run
 
 
-def capture(spec: KernelSpec, device: str, dtype_name: str | None = None) -> list[Launch]:
-    """Every launch kernel_fn makes for the first check shape, in `dtype_name` (default: the
-    spec's first dtype)."""
+def capture(
+    spec: KernelSpec,
+    device: str,
+    dtype_name: str | None = None,
+    shape: tuple[int, ...] | None = None,
+) -> list[Launch]:
+    """Every launch kernel_fn makes for `shape` (default: the first check shape), in
+    `dtype_name` (default: the spec's first dtype)."""
     from workbench import tensors
 
-    sets = [s for s in spec.shapes if s != "bench"] or list(spec.shapes)
-    shape = spec.shape_set(sets[0])[0] if sets else ()
+    if shape is None:
+        sets = [s for s in spec.shapes if s != "bench"] or list(spec.shapes)
+        shape = spec.shape_set(sets[0])[0] if sets else ()
     dtype_name = dtype_name or (spec.dtypes[0] if spec.dtypes else None)
     dtype = tensors.torch_dtype(dtype_name) if dtype_name else None
     targets = {id(compat.base_function(j)) for j in spec.jit} if spec.jit else None
@@ -128,8 +134,8 @@ def capture(spec: KernelSpec, device: str, dtype_name: str | None = None) -> lis
             "capture-failed",
             f"running {spec.name}'s kernel_fn to find its launches raised "
             f"{type(exc).__name__}: {exc}",
-            "make kernel_fn run on small inputs of the first check shape (launches are only "
-            "recorded, so outputs stay unwritten)",
+            f"make kernel_fn run on inputs of shape {shape} (launches are only recorded, so "
+            "outputs stay unwritten), or pick another with --shape",
             file=problem.file,
             line=problem.line,
             detail=problem.detail,

@@ -38,7 +38,8 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
     on_device = gpu and arch == device_arch
     out_dir = Path(params.get("out") or ctx.run_dir)
     stages = [s for s in params.get("stages") or STAGES if s in STAGES]
-    variants = _variants(capture(spec, ctx.device, params.get("dtype")), arch)
+    shape = tuple(params["shape"]) if params.get("shape") else None
+    variants = _variants(capture(spec, ctx.device, params.get("dtype"), shape), arch)
     chosen = _select(variants, params.get("configs") or [], arch)
     shapes = _check_shapes(spec)
     results = []

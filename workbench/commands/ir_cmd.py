@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from workbench import jobs
+from workbench.benchreport import parse_shape
 from workbench.cli import add_json_option, add_path_option
 from workbench.discovery import discover
 from workbench.ir_config import parse_config
@@ -49,6 +50,10 @@ def add_selection_options(p: argparse.ArgumentParser) -> None:
         "--arch", choices=ARCHS, help="compile for this arch (default: the GPU, else sm_90)"
     )
     p.add_argument("--dtype", choices=DTYPES, help="input dtype (default: the kernel's first)")
+    p.add_argument(
+        "--shape",
+        help="input shape, e.g. 4x32x4096x128 (default: the first check shape)",
+    )
     p.add_argument("--timeout", type=float, default=900.0, help="seconds (default 900)")
 
 
@@ -65,6 +70,7 @@ def ir_job(
         "configs": configs,
         "stages": stages,
         "dtype": args.dtype,
+        "shape": list(parse_shape(args.shape)) if args.shape else None,
         "out": os.path.abspath(args.out) if getattr(args, "out", None) else None,
         **extra,
     }
