@@ -221,6 +221,10 @@ def test_markdown_says_what_failed():
     assert "| n/a |" in text and "torch.compile n/a: BackendCompilerFailed" in text
     assert "softmax: check timeout: ran past 900 s" in text
     assert "interrupted" in text
+    for rec in broken["records"][1:]:
+        rec["compile_mode"] = "max-autotune"
+    text = benchreport.markdown(broken)
+    assert text.count("torch.compile(mode='max-autotune')") == 1  # one note per kernel
     empty = benchreport.markdown(benchreport.new_doc())
     assert "(no results)" in empty and "unknown device" in empty
 

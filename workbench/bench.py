@@ -152,7 +152,11 @@ def _measure(
 
     ms, p20, p80 = time_rotating(spec.kernel_fn, sets)
     torch_ms = time_rotating(spec.reference_fn, sets)[0]
-    compiled = compiled_ms(spec.reference_fn, sets) if compile_ref else "n/a: not asked for"
+    compiled = (
+        compiled_ms(spec.reference_fn, sets, spec.compile_mode)
+        if compile_ref
+        else "n/a: not asked for"
+    )
 
     gbps, tflops = benchreport.rates(ms, nbytes, flops)
     floor, bound = benchreport.floor_ms(nbytes, flops, ceil.copy_gbps, ceil.matmul_rate(dtype))
@@ -169,6 +173,7 @@ def _measure(
         roofline_ratio=benchreport.roofline_ratio(ms, floor),
         torch_ms=torch_ms,
         compile_ms=compiled if isinstance(compiled, float) else None,
+        compile_mode=spec.compile_mode,
         speedup_vs_torch=benchreport.speedup(torch_ms, ms),
         speedup_vs_compile=(
             benchreport.speedup(compiled, ms) if isinstance(compiled, float) else compiled
@@ -195,13 +200,14 @@ def time_rotating(fn: Callable[..., Any], sets: list[tuple]) -> tuple[float, flo
     return ceilings.quantiles_ms(lambda: fn(*next(turn)))
 
 
-def compiled_ms(fn: Callable[..., Any], sets: list[tuple]) -> float | str:
-    """Median ms of torch.compile(fn) for these static shapes, or "n/a: why" when it fails."""
+def compiled_ms(fn: Callable[..., Any], sets: list[tuple], mode: str = "default") -> float | str:
+    """Median ms of torch.compile(fn, mode) for these static shapes, or "n/a: why" when it
+    fails."""
     import torch._dynamo
 
     torch._dynamo.reset()  # a fresh compile per shape and dtype, never a recompile limit
     try:
-        return time_rotating(torch.compile(fn, dynamic=False), sets)[0]
+        return time_rotating(torch.compile(fn, dynamic=False, mode=mode), sets)[0]
     except Exception as exc:  # noqa: BLE001 - the baseline is optional; say why it is missing
         if "CUDA error" in str(exc):
             raise

@@ -178,8 +178,8 @@ def markdown(doc: dict) -> str:
         "the same shape. roofline = floor / time, where floor = max(bytes / copy bandwidth, "
         "FLOPs / matmul rate) with the measured ceilings above; bound names the larger term. "
         "`vs torch` and `vs compile` are the eager and `torch.compile`d reference's time over the "
-        "kernel's (above 1: the kernel is faster); `torch.compile` runs in its default mode "
-        "with static shapes.",
+        "kernel's (above 1: the kernel is faster); `torch.compile` runs with static shapes "
+        "in its default mode unless a note names another.",
         "",
         "| " + " | ".join(TABLE_HEADERS) + " |",
         "|" + "|".join("---" if i < 3 else "--:" for i in range(len(TABLE_HEADERS))) + "|",
@@ -228,6 +228,10 @@ def _row(rec: dict, notes: list[str]) -> list[str]:
         notes.append(f"{where}: torch.compile {rec['speedup_vs_compile']}")
     if rec.get("note"):
         notes.append(f"{where}: {rec['note']}")
+    mode = rec.get("compile_mode") or "default"
+    mode_note = f"{rec['name']}: `vs compile` is against torch.compile(mode={mode!r})"
+    if mode != "default" and mode_note not in notes:
+        notes.append(mode_note)
     return [
         rec["name"],
         shape_text(rec["shape"]),

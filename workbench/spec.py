@@ -63,6 +63,8 @@ class KernelSpec:
     jit: tuple[Any, ...] = ()
     """The @triton.jit / @triton.autotune objects kernel_fn launches (for IR, resources, sweep)."""
     nvtx: str = ""
+    compile_mode: str = "default"
+    """The `torch.compile` mode that `bench` compares against (e.g. "max-autotune")."""
     noncontig: bool = True
     """Also check each shape with strided (non-contiguous) copies of the tensor inputs."""
     kind: str = "kernel"
