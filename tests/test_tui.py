@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 
-from conftest import FAULTY, ROOT
+from conftest import FAULTY, FIXTURES, ROOT
 from rich.text import Text
 from textual.widgets import DataTable, Static
 
 from workbench.tui.app import WorkbenchApp
+from workbench.views import PROFILE_HEADERS
 
 
 def test_ui_process_imports_no_torch():
@@ -83,3 +85,67 @@ async def test_resources_and_ir_of_the_spilling_kernel():
         assert "tt.dot" in area.text and "ttir" in str(area.border_title)
         await pilot.press("right_square_bracket")
         assert "ttgir" in str(area.border_title) and "ttg." in area.text
+
+
+def _text(widget: Static) -> str:
+    """A Static's content as plain text, whatever renderable it holds."""
+    from rich.console import Console
+
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(widget.content)
+    return console.export_text()
+
+
+def _import(report: str) -> None:
+    from workbench.cli import main
+
+    assert main(["profile", "--import", str(FIXTURES / report), "--json"]) == 0
+
+
+async def test_profile_tab_shows_the_stored_profile_or_how_to_make_one(capsys):
+    _import("ncu_spill.ncu-rep")  # the CLI's import path records it in this test's store
+    capsys.readouterr()
+    app = WorkbenchApp([str(ROOT / "kernels" / "pitfalls")])
+    async with app.run_test(size=(160, 50)) as pilot:
+        assert app.query_one("#kernels", DataTable).get_row_at(0)[0] == "pitfall_spill"
+        await pilot.press("p")
+        await pilot.pause()
+        assert app.query_one("#tabs").active == "tab-profile"
+        assert "ncu_spill.ncu-rep" in _text(app.query_one("#profile-source", Static))
+        table = app.query_one("#profile-kernels", DataTable)
+        row = dict(zip(PROFILE_HEADERS, table.get_row_at(0)))
+        assert row["regs"] == "255" and row["spill inst"] == "290,048"
+        assert row["occ% th/ach"] == "12.5/6.25" and row["limiter"] == "registers"
+        findings = _text(app.query_one("#profile-findings", Static))
+        assert "register-spill" in findings and "pitfall_spill.py:47" in findings
+        assert "maxnreg" in findings and "255 registers/thread" in findings
+        rules = app.query_one("#profile-rules", DataTable)
+        assert rules.get_row_at(0)[1] == "TheoreticalOccupancy"
+        assert app.query_one("#profile-lines", DataTable).get_row_at(0)[1] == "pitfall_spill.py:47"
+        await pilot.press("down")  # the fixed twin has no stored profile
+        await pilot.pause()
+        source = _text(app.query_one("#profile-source", Static))
+        assert "no profile stored for pitfall_spill_fixed" in source
+        assert "python -m workbench profile pitfall_spill_fixed" in source
+        assert "profile --import FILE" in source
+        assert not app.query_one("#profile-kernels", DataTable).display
+
+
+async def test_profile_on_a_gpu_host_runs_through_the_session_and_reports_refusal(
+    monkeypatch, capsys
+):
+    """On a GPU host `p` starts the CLI's ncu run; here ncu is missing, so the session refuses
+    it with its own problem, and the stored profile stays on screen."""
+    _import("ncu_spill.ncu-rep")
+    capsys.readouterr()
+    monkeypatch.setenv("WORKBENCH_DEVICE", "cuda")
+    monkeypatch.setenv("WORKBENCH_NCU", str(ROOT / "no-such-ncu"))
+    app = WorkbenchApp([str(ROOT / "kernels" / "pitfalls")])
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.press("p")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        verdict = _text(app.query_one("#verdict", Static))
+        assert "tool-missing" in verdict and "WORKBENCH_NCU" in verdict
+        assert app.check_action("profile", ()) is True  # not busy any more
+        assert "register-spill" in _text(app.query_one("#profile-findings", Static))

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+from dataclasses import dataclass
+from pathlib import Path
 
 from workbench.discovery import KernelEntry
+from workbench.profile_findings import bank_conflict_ratios, clean_message, for_summary
 from workbench.render import fmt
 
 KERNEL_HEADERS = ("name", "kind", "dtypes", "shape sets", "file")
@@ -64,9 +68,157 @@ def resource_row(v: dict) -> tuple:
     )
 
 
-def finding_lines(found: list[dict]) -> str:
+def finding_lines(found: list[dict], empty: str = "no static findings") -> str:
     lines = []
     for f in found:
         where = f":{f['line']}" if f.get("line") else ""
         lines.append(f"[{f['severity']}] {f['id']}{where}: {f['title']}\n    fix: {f['fix']}")
-    return "\n".join(lines) or "no static findings"
+    return "\n".join(lines) or empty
+
+
+# ---- profile (ncu) -----------------------------------------------------------------------------
+
+PROFILE_HEADERS = (
+    "#",
+    "kernel",
+    "config",
+    "us",
+    "regs",
+    "occ% th/ach",
+    "limiter",
+    "spill inst",
+    "local B",
+    "bank cfl ld/st",
+    "DRAM%",
+)
+RULE_HEADERS = ("#", "rule", "est. gain", "says")
+LINE_HEADERS = ("#", "line", "samples", "top stall", "local sectors", "smem excess", "code")
+PROFILE_KINDS = ("profile-target", "profile-import")
+"""Store kinds whose run folder holds a profile.json: a profile run's child, an imported report."""
+
+
+def profile_row(k: dict) -> tuple[str, ...]:
+    ratios = bank_conflict_ratios(k)
+    shares = "/".join(f"{r:.1%}" if r is not None else "-" for r in ratios.values())
+    conflicts = f"{_count(k['smem_bank_conflicts_ld'])}/{_count(k['smem_bank_conflicts_st'])}"
+    return (
+        str(k["launch"]),
+        k["kernel"],
+        k["config"] or k["range"] or "-",
+        fmt(k["duration_ns"] / 1e3 if k["duration_ns"] is not None else None),
+        _count(k["registers_per_thread"]),
+        f"{fmt(k['theoretical_occupancy_pct'])}/{fmt(k['achieved_occupancy_pct'])}",
+        k["occupancy_limiter"] or "-",
+        _count(k["spill_instructions"]),
+        _count(k["local_bytes"]),
+        conflicts + ("" if shares == "-/-" else f" ({shares})"),
+        fmt(k["dram_throughput_pct"]),
+    )
+
+
+def rule_rows(summary: dict) -> list[tuple[str, ...]]:
+    """NVIDIA's rules that fired, largest estimated speedup first."""
+    rows = [(k["launch"], r) for k in summary["kernels"] for r in k["rules"]]
+    rows.sort(key=lambda lr: -(lr[1].get("speedup_pct") or 0))
+    out = []
+    for launch, r in rows:
+        gain = r.get("speedup_pct")
+        says = r.get("title") or clean_message(r.get("message") or "").split(". ")[0]
+        out.append(
+            (
+                str(launch),
+                r["rule"],
+                f"{gain:.0f}% {r.get('speedup_type') or ''}".strip() if gain else "-",
+                says if len(says) <= 90 else says[:89] + "…",
+            )
+        )
+    return out
+
+
+def hot_line_rows(summary: dict, per_launch: int = 6) -> list[tuple[str, ...]]:
+    """The hottest source lines per launch: samples, the top stall, spill and shared excess."""
+    out = []
+    for k in summary["kernels"]:
+        for h in k.get("hot_lines", [])[:per_launch]:
+            stalls = {
+                m.removeprefix("smsp__pcsamp_warps_issue_stalled_"): v
+                for m, v in h.items()
+                if m.startswith("smsp__pcsamp_warps_issue_stalled_") and not m.endswith("selected")
+            }
+            top = max(stalls, key=stalls.__getitem__, default=None)
+            excess = h.get("derived__memory_l1_wavefronts_shared_excessive")
+            out.append(
+                (
+                    str(k["launch"]),
+                    f"{os.path.basename(h['file'])}:{h['line']}",
+                    _count(h.get("smsp__pcsamp_sample_count")),
+                    f"{top} {_count(stalls[top])}" if top else "-",
+                    _count(h.get("memory_l2_theoretical_sectors_local")),
+                    _count(excess),
+                    h.get("code", ""),
+                )
+            )
+    return out
+
+
+def measured_finding_rows(summary: dict) -> list[tuple[str, str, str, str, str]]:
+    """(severity, id, "#launch file:line", title, fix) per measured finding of an ncu summary."""
+    rows = []
+    for f in for_summary(summary):
+        where = f" {os.path.basename(f['file'])}:{f['line']}" if f.get("line") else ""
+        where = f"#{f['evidence'].get('launch')}{where}"
+        rows.append((f["severity"], f["id"], where, f["title"], f["fix"]))
+    return rows
+
+
+NO_MEASURED_FINDINGS = "no measured findings (no spill, bank conflicts or low occupancy)"
+
+
+def measured_finding_lines(summary: dict) -> str:
+    lines = [
+        f"[{severity}] {id} {where}\n    {title}\n    fix: {fix}"
+        for severity, id, where, title, fix in measured_finding_rows(summary)
+    ]
+    return "\n".join(lines) or NO_MEASURED_FINDINGS
+
+
+@dataclass(frozen=True)
+class StoredProfile:
+    run_id: str
+    kind: str
+    started: float
+    summary: dict
+
+    def describe(self) -> str:
+        import time
+
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(self.started))
+        how = "imported from" if self.kind == "profile-import" else "ncu run, report"
+        return f"profile {self.run_id} ({when}), {how} {self.summary.get('file')}"
+
+
+def stored_profile(kernel: str) -> StoredProfile | None:
+    """The newest ncu summary the store holds for `kernel` (its run folder's profile.json)."""
+    from workbench.store import Store
+
+    store = Store()
+    records = [r for kind in PROFILE_KINDS for r in store.history(kernel, kind, limit=20)]
+    for rec in sorted(records, key=lambda r: r.started, reverse=True):
+        try:
+            summary = json.loads((Path(rec.artifacts or "") / "profile.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(summary, dict) and summary.get("tool") == "ncu":
+            return StoredProfile(rec.id, rec.kind, rec.started, summary)
+    return None
+
+
+def no_profile_line(kernel: str) -> str:
+    return (
+        f"no profile stored for {kernel}: run `python -m workbench profile {kernel}` on a GPU "
+        f"host, or read a saved report here with `python -m workbench profile --import FILE`"
+    )
+
+
+def _count(x: float | None) -> str:
+    return "-" if x is None else f"{round(x):,}"

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import socket
 import sys
+import textwrap
 import threading
 import time
 
+from workbench import views
 from workbench.cli import add_json_option, add_path_option
-from workbench.errors import fail
+from workbench.errors import WorkbenchError, fail
 from workbench.render import fmt, print_json, print_problem, table
 
 
@@ -17,7 +22,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "profile",
         help="profile a kernel with ncu or nsys around its NVTX range, or read a saved report",
     )
-    p.add_argument("name", nargs="?", help="kernel to profile (not with --import)")
+    p.add_argument(
+        "name",
+        nargs="?",
+        help="kernel to profile; with --import, the kernel to record the report under "
+        "(default: the kernels its workbench NVTX ranges name)",
+    )
     p.add_argument("--tool", choices=("ncu", "nsys"), default="ncu")
     p.add_argument(
         "--preset",
@@ -53,10 +63,16 @@ def run(args: argparse.Namespace) -> int:
 
     if args.import_file:
         result = session.import_file(args.import_file)
+        if result.get("tool") == "ncu":
+            _record_import(result, args.import_file, args.name)
         if args.json:
             print_json(result)
         else:
             show(result)
+            for rec in result.get("recorded", []):
+                print(f"recorded as run {rec['run_id']} of {rec['kernel']}", file=sys.stderr)
+            for note in result.get("notes", []):
+                print(f"note: {note}", file=sys.stderr)
         return 0
     if not args.name:
         raise fail("no-kernel", "no kernel named", "give a kernel name or --import FILE")
@@ -145,35 +161,71 @@ def show(result: dict) -> None:
 
 
 def _show_ncu(result: dict) -> None:
-    rows = [
-        (
-            k["launch"],
-            k["kernel"],
-            k["config"] or k["range"] or "-",
-            fmt(k["duration_ns"] / 1e3 if k["duration_ns"] is not None else None),
-            fmt(k["registers_per_thread"]),
-            f"{fmt(k['theoretical_occupancy_pct'])}/{fmt(k['achieved_occupancy_pct'])}",
-            k["occupancy_limiter"] or "-",
-            fmt(k["local_bytes"]),
-            f"{fmt(k['smem_bank_conflicts_ld'])}/{fmt(k['smem_bank_conflicts_st'])}",
-            fmt(k["dram_throughput_pct"]),
-        )
-        for k in result["kernels"]
-    ]
-    headers = ("#", "kernel", "config", "us", "regs", "occ% th/ach", "limiter", "local B")
-    print(table(headers + ("bank cfl ld/st", "DRAM%"), rows))
-    for k in result["kernels"]:
-        for r in k["rules"]:
-            gain = f" (est. speedup {r['speedup_pct']:.0f}%)" if r.get("speedup_pct") else ""
-            text = r["title"] or r["message"].split(". ")[0]
-            print(f"  [{k['launch']}] {r['type']} {r['name']}: {text[:110]}{gain}")
-        for line in k.get("hot_lines", [])[:5]:
-            where = f"{line['file'].rsplit('/', 1)[-1]}:{line['line']}"
-            samples = line.get("smsp__pcsamp_sample_count", 0)
-            local = line.get("memory_l2_theoretical_sectors_local", 0)
-            facts = f"{samples:.0f} samples" + (f", {local:.0f} local sectors" if local else "")
-            print(f"  [{k['launch']}] {where:<22} {facts:<32} {line['code'][:60]}")
+    print(table(views.PROFILE_HEADERS, [views.profile_row(k) for k in result["kernels"]]))
+    print("\nmeasured findings:")
+    print(textwrap.indent(views.measured_finding_lines(result), "  "))
+    rules = views.rule_rows(result)
+    if rules:
+        print("\nncu rules:")
+        print(textwrap.indent(table(views.RULE_HEADERS, rules), "  "))
+    lines = views.hot_line_rows(result, per_launch=5)
+    if lines:
+        print("\nhot lines:")
+        print(textwrap.indent(table(views.LINE_HEADERS, lines), "  "))
     print(f"\n{result['launches']} launch(es), {result['metrics']} metrics; {result['file']}")
+
+
+def _record_import(result: dict, path: str, name: str | None) -> None:
+    """Keep an imported ncu summary in the store, one run per kernel, as a profile run keeps
+    its own: the TUI's Profile tab shows the newest. The summary stays whole if that fails."""
+    from workbench import store
+
+    by_name: dict[str, list[dict]] = {}
+    for k in result["kernels"]:
+        owner = name or (k["range"].split(":", 1)[0] if k.get("range") else None)
+        if owner:
+            by_name.setdefault(owner, []).append(k)
+    notes = result.setdefault("notes", [])
+    if not by_name:
+        notes.append(
+            "not recorded: no workbench NVTX range names the kernel; give its name: "
+            "`profile NAME --import FILE`"
+        )
+    recorded = result.setdefault("recorded", [])
+    for owner, kernels in by_name.items():
+        launches = {k["launch"] for k in kernels}
+        part = {
+            **{k: v for k, v in result.items() if k not in ("notes", "recorded")},
+            "kernels": kernels,
+            "launches": len(kernels),
+            "findings": [f for f in result["findings"] if f["evidence"]["launch"] in launches],
+        }
+        run_id = store.new_run_id()
+        try:
+            folder = store.run_folder(run_id)
+            (folder / "profile.json").write_text(json.dumps(part, indent=1, default=str))
+            store.Store().record(
+                store.RunRecord(
+                    id=run_id,
+                    kind="profile-import",
+                    kernel=owner,
+                    file=None,
+                    params={"report": os.path.abspath(path)},
+                    status="ok",
+                    started=time.time(),
+                    seconds=0.0,
+                    host=socket.gethostname(),
+                    mode="import",
+                    summary={"launches": len(kernels), "findings": len(part["findings"])},
+                    result=None,
+                    problem=None,
+                    artifacts=str(folder),
+                )
+            )
+        except WorkbenchError as exc:
+            notes.append(f"not recorded for {owner}: {exc.problem}")
+            continue
+        recorded.append({"kernel": owner, "run_id": run_id, "artifacts": str(folder)})
 
 
 def _show_nsys(result: dict) -> None:

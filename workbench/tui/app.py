@@ -1,8 +1,9 @@
-"""The terminal UI: the kernel list; check, resources and IR of the selected kernel.
+"""The terminal UI: the kernel list; check, resources, IR and ncu profile of the selected kernel.
 
 Screens and widgets only: the catalog comes from `workbench.discovery`, work runs through
-`workbench.jobs` in a child process, rows come from `workbench.views`. Nothing here imports
-torch or triton, so the list paints at once.
+`workbench.jobs` (profiles through `workbench.profilers.session`, as the CLI's) in a child
+process, rows come from `workbench.views`. Nothing here imports torch or triton, so the list
+paints at once.
 """
 
 from __future__ import annotations
@@ -10,12 +11,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import (
     DataTable,
     Footer,
@@ -29,18 +32,34 @@ from textual.widgets import (
 
 from workbench import jobs, machine
 from workbench.discovery import Catalog, KernelEntry, discover
+from workbench.errors import Problem, WorkbenchError
 from workbench.views import (
     CHECK_HEADERS,
     KERNEL_HEADERS,
+    LINE_HEADERS,
+    NO_MEASURED_FINDINGS,
+    PROFILE_HEADERS,
     RESOURCE_HEADERS,
+    RULE_HEADERS,
     check_row,
     check_verdict,
     finding_lines,
+    hot_line_rows,
     kernel_row,
+    measured_finding_rows,
+    no_profile_line,
+    profile_row,
     resource_row,
+    rule_rows,
+    stored_profile,
 )
 
+if TYPE_CHECKING:
+    from workbench.profilers.session import ProfileRun
+
 IR_STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
+PROFILE_PHASES = ("warmup", "range", "done")
+"""The profiled child's phases, as steps of the progress bar."""
 
 
 class WorkbenchApp(App[None]):
@@ -55,11 +74,14 @@ class WorkbenchApp(App[None]):
     #cases, #resources { height: 1fr; }
     #findings { height: auto; max-height: 12; padding: 0 1; }
     #ir { height: 1fr; }
+    #profile-source, #profile-findings { height: auto; padding: 0 1; }
+    #profile-kernels, #profile-rules, #profile-lines { height: auto; margin-bottom: 1; }
     """
     BINDINGS = [
         Binding("c", "check", "Check", id="check"),
         Binding("s", "resources", "Resources", id="resources"),
         Binding("i", "ir", "IR", id="ir"),
+        Binding("p", "profile", "Profile", id="profile"),
         Binding("left_square_bracket", "stage(-1)", "Prev stage", show=False),
         Binding("right_square_bracket", "stage(1)", "Next stage", show=False),
         Binding("x", "cancel", "Cancel", id="cancel"),
@@ -76,6 +98,7 @@ class WorkbenchApp(App[None]):
         self._busy = False
         self._ir: dict[str, str] = {}
         self._stage = 0
+        self._gpu = machine.has_gpu()
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -95,6 +118,13 @@ class WorkbenchApp(App[None]):
                         yield Static(id="findings")
                     with TabPane("IR", id="tab-ir"):
                         yield TextArea(id="ir", read_only=True, show_line_numbers=True)
+                    with TabPane("Profile", id="tab-profile"):
+                        with VerticalScroll():
+                            yield Static(id="profile-source")
+                            yield DataTable(id="profile-kernels", zebra_stripes=True)
+                            yield Static(id="profile-findings")
+                            yield DataTable(id="profile-rules", zebra_stripes=True)
+                            yield DataTable(id="profile-lines", zebra_stripes=True)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -102,6 +132,9 @@ class WorkbenchApp(App[None]):
         self.query_one("#kernels", DataTable).add_columns(*KERNEL_HEADERS)
         self.query_one("#cases", DataTable).add_columns(*CHECK_HEADERS)
         self.query_one("#resources", DataTable).add_columns(*RESOURCE_HEADERS)
+        self.query_one("#profile-kernels", DataTable).add_columns(*PROFILE_HEADERS)
+        self.query_one("#profile-rules", DataTable).add_columns(*RULE_HEADERS)
+        self.query_one("#profile-lines", DataTable).add_columns(*LINE_HEADERS)
         self.action_reload()
 
     # -- kernel list -------------------------------------------------------------------------
@@ -125,6 +158,12 @@ class WorkbenchApp(App[None]):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "kernels":
             self._show_details()
+            if self.query_one("#tabs", TabbedContent).active == "tab-profile":
+                self._show_stored_profile()
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == "tab-profile":
+            self._show_stored_profile()
 
     def _show_details(self) -> None:
         k = self.selected()
@@ -142,6 +181,8 @@ class WorkbenchApp(App[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("check", "resources", "ir"):
             return not self._busy
+        if action == "profile":  # without a GPU it only shows what the store holds
+            return not (self._busy and self._gpu)
         if action == "cancel":
             return True if self._busy else None
         return True
@@ -231,6 +272,111 @@ class WorkbenchApp(App[None]):
         area = self.query_one("#ir", TextArea)
         area.load_text(text)
         area.border_title = f"{stage}  ([ ] change stage)"
+
+    # -- profile: the latest stored ncu result; on a GPU host, a new run -----------------------
+
+    def action_profile(self) -> None:
+        entry = self.selected()
+        if entry is None:
+            return
+        self.query_one("#tabs", TabbedContent).active = "tab-profile"
+        self._show_stored_profile()
+        if not self._gpu or self._busy:
+            return
+        self._busy = True
+        self._cancel.clear()
+        self.refresh_bindings()
+        self.query_one("#verdict", Static).update(Text(f"profile: {entry.name} under ncu ..."))
+        self.query_one("#progress", ProgressBar).update(total=len(PROFILE_PHASES), progress=0)
+        self.run_profile(entry)
+
+    @work(thread=True, exclusive=True, group="job")
+    def run_profile(self, entry: KernelEntry) -> None:
+        from workbench.profilers import session
+
+        def on_event(event: dict) -> None:
+            self.call_from_thread(self._on_profile_event, event)
+
+        try:
+            run = session.profile(entry, session.Request(), on_event, self._cancel)
+        except WorkbenchError as exc:  # refused before it started: no ncu, no GPU, bad spec
+            self.call_from_thread(self._on_profile_refused, exc.problem)
+            return
+        self.call_from_thread(self._on_profile, entry, run)
+
+    def _on_profile_event(self, event: dict) -> None:
+        if event.get("event") == "phase" and event.get("phase") in PROFILE_PHASES:
+            step = PROFILE_PHASES.index(event["phase"]) + 1
+            self.query_one("#progress", ProgressBar).update(progress=step)
+        elif event.get("event") == "tool":
+            self.query_one("#verdict", Static).update(Text(event["line"]))
+
+    def _on_profile_refused(self, problem: Problem) -> None:
+        self._busy = False
+        self.refresh_bindings()
+        self.query_one("#verdict", Static).update(Text(f"[{problem.kind}] {problem}"))
+
+    def _on_profile(self, entry: KernelEntry, run: ProfileRun) -> None:
+        self._busy = False
+        self.refresh_bindings()
+        outcome = run.outcome
+        lines = []
+        if run.summary:
+            found = len(run.summary.get("findings", []))
+            lines.append(f"{entry.name}: {run.summary['launches']} launch(es), {found} finding(s)")
+        lines += [f"note: {n}" for n in run.notes]
+        if run.problem:
+            lines.append(f"[{outcome.status}] {run.problem}")
+        if outcome.store_problem:
+            lines.append(f"not saved: {outcome.store_problem}")
+        lines.append(f"run {outcome.run_id} in {outcome.seconds:.1f} s ({run.tool.name})")
+        self.query_one("#verdict", Static).update(Text("\n".join(lines)))
+        selected = self.selected()
+        if run.summary and selected is not None and selected.name == entry.name:
+            self._show_profile(run.summary, f"profile {outcome.run_id}, report {run.report}")
+
+    def _show_stored_profile(self) -> None:
+        entry = self.selected()
+        if entry is None:
+            return
+        stored = stored_profile(entry.name)
+        if stored is None:
+            self._show_profile(None, no_profile_line(entry.name))
+        else:
+            self._show_profile(stored.summary, stored.describe())
+
+    def _show_profile(self, summary: dict | None, source: str) -> None:
+        self.query_one("#profile-source", Static).update(Text(source))
+        tables = {
+            "#profile-kernels": [profile_row(k) for k in summary["kernels"]] if summary else [],
+            "#profile-rules": rule_rows(summary) if summary else [],
+            "#profile-lines": hot_line_rows(summary) if summary else [],
+        }
+        for selector, rows in tables.items():
+            table = self.query_one(selector, DataTable)
+            table.clear()
+            table.add_rows(rows)
+            table.display = bool(rows)
+        self.query_one("#profile-findings", Static).update(_findings_grid(summary))
+
+
+SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
+
+
+def _findings_grid(summary: dict | None) -> Table | Text:
+    """Measured findings as a two-column grid, so wrapped titles and fixes keep their column."""
+    if summary is None:
+        return Text("")
+    rows = measured_finding_rows(summary)
+    if not rows:
+        return Text(NO_MEASURED_FINDINGS)
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(ratio=1)
+    for severity, id, where, title, fix in rows:
+        left = Text(f"{severity} {id}", style=SEVERITY_STYLE.get(severity, "")) + Text(f"\n{where}")
+        grid.add_row(left, Text(title) + Text(f"\nfix: {fix}", style="italic"))
+    return grid
 
 
 def run_app(paths: Sequence[str] = ()) -> int:

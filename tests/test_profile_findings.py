@@ -1,0 +1,146 @@
+"""Measured findings from real H100 ncu reports (tests/fixtures, written by `workbench profile`)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from conftest import cli
+
+from workbench import profile_findings, views
+from workbench.profilers import ncureport
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _summary(name: str) -> dict:
+    return ncureport.load(str(FIXTURES / f"ncu_{name}.ncu-rep")).to_dict()
+
+
+@pytest.fixture(scope="module")
+def reports() -> dict[str, dict]:
+    return {n: _summary(n) for n in ("spill", "spill_fixed", "softmax", "vector_add")}
+
+
+def _by_id(summary: dict) -> dict[str, dict]:
+    return {f["id"]: f for f in summary["findings"]}
+
+
+def test_spill_report_yields_register_spill_with_its_figures_and_line(reports):
+    spill = _by_id(reports["spill"])["register-spill"]
+    ev = spill["evidence"]
+    assert ev["registers_per_thread"] == 255
+    assert ev["spill_instructions"] == 290_048
+    assert ev["local_ld_instructions"] == 140_928 and ev["local_st_instructions"] == 149_120
+    assert ev["local_bytes"] == (1_088_000 + 1_120_620) * 32
+    assert spill["severity"] == "high" and "maxnreg" in spill["fix"]
+    # anchored to the line with the most local-memory sectors: the dot whose tile spills
+    assert spill["file"].endswith("kernels/pitfalls/pitfall_spill.py") and spill["line"] == 47
+    assert ev["hot_line"]["code"] == "acc += tl.dot(a, b)"
+    assert "290,048 spill instructions" in spill["title"] and "70.7 MB" in spill["title"]
+    assert reports["spill"]["findings"][0]["id"] == "register-spill"  # the headline comes first
+
+
+def test_fixed_twin_and_vector_add_have_no_spill_and_no_bank_conflicts(reports):
+    for name in ("spill_fixed", "vector_add"):
+        ids = set(_by_id(reports[name]))
+        assert not ids & {"register-spill", "smem-bank-conflicts"}, (name, ids)
+    assert reports["spill_fixed"]["kernels"][0]["registers_per_thread"] == 180
+
+
+def test_softmax_bank_conflicts_are_below_the_threshold(reports):
+    k = reports["softmax"]["kernels"][0]
+    assert (k["smem_bank_conflicts_ld"], k["smem_bank_conflicts_st"]) == (19_079, 23_122)
+    ratios = profile_findings.bank_conflict_ratios(k)
+    assert ratios["ld"] == pytest.approx(19_079 / 1_133_191)  # 1.7 % of wavefronts
+    assert ratios["st"] == pytest.approx(23_122 / 1_137_234)  # 2.0 %
+    assert "smem-bank-conflicts" not in _by_id(reports["softmax"])
+    assert reports["softmax"]["findings"] == []
+
+
+def test_bank_conflicts_at_the_threshold_are_a_finding(reports):
+    """The softmax launch with its store conflicts raised to 20 % of the store wavefronts."""
+    k = copy.deepcopy(reports["softmax"]["kernels"][0])
+    k["smem_bank_conflicts_st"] = 0.2 * k["smem_wavefronts_st"]
+    found = profile_findings.bank_conflict_finding(k)
+    assert found is not None and found.severity == "medium"
+    assert "stores" in found.title and "loads" not in found.title and "20%" in found.title
+    assert found.evidence["ratio_st"] == pytest.approx(0.2)
+    # the reductions' shared traffic sits in Triton's inlined tl.max/tl.sum, not a kernel line
+    assert found.line is None
+    k["smem_wavefronts_st"] = None  # no denominator: still said, at low severity
+    assert profile_findings.bank_conflict_finding(k).severity == "low"
+
+
+def test_occupancy_findings(reports):
+    spill = _by_id(reports["spill"])
+    low, gap = spill["low-occupancy"], spill["occupancy-gap"]
+    assert "6.2%" in low["title"] and "registers" in low["title"]
+    assert low["evidence"]["occupancy_limits"]["registers"] == 2
+    assert "32 blocks" in gap["title"] and "0.12" in gap["title"]
+    assert "split-K" in gap["fix"]
+    # 85 % of a 100 % theoretical at 90 % of DRAM bandwidth: no finding of ours
+    assert not {"low-occupancy", "occupancy-gap"} & set(_by_id(reports["vector_add"]))
+    assert not {"low-occupancy", "occupancy-gap"} & set(_by_id(reports["softmax"]))
+
+
+def test_the_rule_with_the_largest_estimated_speedup_is_named(reports):
+    rule = _by_id(reports["spill"])["ncu-rule"]
+    assert rule["evidence"]["rule"] == "TheoreticalOccupancy"
+    assert rule["evidence"]["speedup_pct"] == pytest.approx(87.5)
+    assert rule["evidence"]["agrees_with"] == "low-occupancy"
+    assert "registers" in rule["fix"]
+    add = _by_id(reports["vector_add"])["ncu-rule"]
+    assert add["evidence"]["rule"] == "AchievedOccupancy" and add["severity"] == "medium"
+    assert (
+        "@url" not in add["evidence"]["message"]
+        and "CUDA Best Practices Guide" in (add["evidence"]["message"])
+    )
+    memory = _summary("spill_memory")  # more sections: a different rule leads
+    top = _by_id(memory)["ncu-rule"]["evidence"]
+    assert top["rule"] == "LaunchConfiguration" and top["speedup_type"] == "global"
+
+
+def test_summaries_saved_before_findings_get_them_computed(reports):
+    old = {k: v for k, v in reports["spill"].items() if k != "findings"}
+    assert profile_findings.for_summary(old) == reports["spill"]["findings"]
+
+
+def test_views_rows(reports):
+    row = views.profile_row(reports["softmax"]["kernels"][0])
+    assert dict(zip(views.PROFILE_HEADERS, row))["bank cfl ld/st"] == "19,079/23,122 (1.7%/2.0%)"
+    rules = views.rule_rows(reports["spill"])
+    assert [r[1] for r in rules[:2]] == ["TheoreticalOccupancy", "LaunchConfiguration"]
+    lines = views.hot_line_rows(reports["spill"])
+    assert lines[0][1] == "pitfall_spill.py:47" and lines[0][3] == "long_scoreboard 273"
+    assert views.measured_finding_lines(reports["softmax"]) == views.NO_MEASURED_FINDINGS
+
+
+def test_import_json_carries_findings_and_is_stored(_reports):
+    out = cli("profile", "--import", str(FIXTURES / "ncu_spill.ncu-rep"), "--json")
+    assert out.returncode == 0, out.stderr
+    d = json.loads(out.stdout)
+    assert d["findings"][0]["id"] == "register-spill"
+    assert d["recorded"][0]["kernel"] == "pitfall_spill"
+    stored = views.stored_profile("pitfall_spill")
+    assert stored is not None and stored.run_id == d["recorded"][0]["run_id"]
+    assert stored.summary["findings"] == d["findings"]
+    assert views.stored_profile("pitfall_spill_fixed") is None
+    text = cli("profile", "--import", str(FIXTURES / "ncu_spill_fixed.ncu-rep"))
+    assert "measured findings:" in text.stdout and "register-spill" not in text.stdout
+    assert "recorded as run" in text.stderr
+    assert views.stored_profile("pitfall_spill_fixed").summary["kernels"][0]["launch"] == 0
+
+
+def test_a_report_without_workbench_ranges_needs_a_name(reports):
+    from workbench.commands import profile_cmd
+
+    result = copy.deepcopy(reports["vector_add"])
+    result["kernels"][0]["range"] = ""
+    profile_cmd._record_import(result, "x.ncu-rep", None)
+    assert result["recorded"] == [] and "profile NAME --import FILE" in result["notes"][0]
+    profile_cmd._record_import(result, "x.ncu-rep", "my_add")
+    assert result["recorded"][0]["kernel"] == "my_add"
+    assert views.stored_profile("my_add").summary["kernels"][0]["kernel"] == "_add_kernel"
