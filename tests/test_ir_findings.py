@@ -11,6 +11,7 @@ from conftest import FIXTURES
 from workbench.findings import (
     Finding,
     constexpr_findings,
+    drop_guarded,
     host_sync_findings,
     ir_findings,
     irregular_shapes,
@@ -102,6 +103,29 @@ def test_merge_gathers_configs_but_keeps_resource_findings_apart():
     assert merged[0].evidence["configs"] == ["A", "B"]
     again = Finding.from_dict(merged[0].to_dict())
     assert again == merged[0] and again.evidence == merged[0].evidence
+
+
+SPLIT_LOOP = """\
+@triton.jit
+def k(x_ptr, y_ptr, n, full, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    for start in range(0, full, BLOCK):
+        x = tl.load(x_ptr + start + offs)
+        tl.store(y_ptr + start + offs, x)
+    start = full
+    x = tl.load(x_ptr + start + offs, mask=start + offs < n)
+    y = tl.load(y_ptr + offs)
+"""
+
+
+def test_an_unmasked_access_with_a_masked_twin_is_the_split_loop():
+    def f(line: int) -> Finding:
+        return Finding("no-boundary-mask", "t", "medium", {}, "fix", "k.py", line)
+
+    kept = drop_guarded([f(5), f(6), f(9)], {"k.py": SPLIT_LOOP}.__getitem__)
+    # The full-tile load has a masked twin; the store and the last load do not.
+    assert [k.line for k in kept] == [6, 9]
+    assert drop_guarded([f(5)], lambda _: (_ for _ in ()).throw(OSError("gone"))) == [f(5)]
 
 
 def _function_source(name: str) -> tuple[str, int]:

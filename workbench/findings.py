@@ -267,6 +267,48 @@ def host_sync_findings(
     return sorted(found, key=lambda f: (f.file or "", f.line or 0))
 
 
+def _accesses(source: str) -> list[tuple[int, int, str, bool]]:
+    """(first line, last line, pointer text, masked) of every tl.load / tl.store call."""
+    tree = _parse(source)
+    out = []
+    for node in ast.walk(tree) if tree else ():
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("load", "store")
+            and node.args
+        ):
+            mask_at = (
+                1 if node.func.attr == "load" else 2
+            )  # tl.load(ptr, mask), tl.store(ptr, v, mask)
+            masked = len(node.args) > mask_at or any(k.arg == "mask" for k in node.keywords)
+            last = node.end_lineno or node.lineno
+            out.append((node.lineno, last, ast.unparse(node.args[0]), masked))
+    return out
+
+
+def drop_guarded(found: list[Finding], read: Callable[[str], str]) -> list[Finding]:
+    """Drop no-boundary-mask findings on an access whose pointer the same file also reaches
+    with a mask: the split loop of full tiles unmasked and the last tile masked, on purpose."""
+    accesses: dict[str, list[tuple[int, int, str, bool]]] = {}
+    kept = []
+    for f in found:
+        if f.id == "no-boundary-mask" and f.file and f.line:
+            if f.file not in accesses:
+                try:
+                    accesses[f.file] = _accesses(read(f.file))
+                except OSError:
+                    accesses[f.file] = []
+            here = {
+                ptr for a, b, ptr, masked in accesses[f.file] if a <= f.line <= b and not masked
+            }
+            guarded = {ptr for _, _, ptr, masked in accesses[f.file] if masked}
+            if here and here <= guarded:
+                continue
+        kept.append(f)
+    return kept
+
+
 def merge(findings: Iterable[Finding]) -> list[Finding]:
     """One finding per (id, file, line) (per config too for resource findings); the configs
     an IR or source finding was seen in are gathered under evidence["configs"]."""

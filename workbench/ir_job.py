@@ -52,6 +52,7 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
     ctx.emit({"event": "progress", "done": len(chosen), "total": len(chosen), "case": ""})
     found = [f for r in results for f in r.pop("_findings")]
     found += _source_findings(spec, [v["launch"] for v in chosen])
+    found = findings.drop_guarded(found, lambda f: Path(f).read_text())
     irregular = findings.irregular_shapes(shapes)
     merged = findings.merge(found)
     return {
