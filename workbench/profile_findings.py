@@ -10,7 +10,7 @@ occupancy-gap (pitfall rows), and ncu-rule (NVIDIA's own rule with the largest e
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from workbench.findings import OCCUPANCY_FLOOR, SEVERITIES, Finding
 
@@ -102,13 +102,8 @@ def for_summary(summary: dict) -> list[dict]:
 def kernel_findings(k: dict) -> list[Finding]:
     checks = (spill_finding, bank_conflict_finding, low_occupancy_finding, occupancy_gap_finding)
     found = [f for check in checks if (f := check(k)) is not None]
-    rule = top_rule_finding(k)
-    if rule is not None:
-        peer = RULE_PEERS.get(rule.evidence["rule"])
-        if any(f.id == peer for f in found):
-            rule.evidence["agrees_with"] = peer
-        found.append(rule)
-    return found
+    rule = top_rule_finding(k, {f.id for f in found})
+    return found + ([rule] if rule else [])
 
 
 # ---- register spill ----------------------------------------------------------------------------
@@ -280,31 +275,37 @@ def _occupancy_evidence(k: dict) -> dict:
 # ---- NVIDIA's rules ----------------------------------------------------------------------------
 
 
-def top_rule_finding(k: dict) -> Finding | None:
-    """NVIDIA's rule with the largest estimated speedup, with the Triton-side fix to try."""
+def top_rule_finding(k: dict, ours: Collection[str] = ()) -> Finding | None:
+    """NVIDIA's rule with the largest estimated speedup, with the Triton-side fix to try;
+    `ours` are the ids already found for this launch, to say when the rule agrees with one."""
     rules = [r for r in k.get("rules", []) if r.get("speedup_pct")]
     if not rules:
         return None
     r = max(rules, key=lambda r: r["speedup_pct"])
-    message = clean_message(r.get("message") or "")
-    said = r.get("title") or message.split(". ")[0]
     gain = r["speedup_pct"]
     fix = RULE_FIXES.get(r["rule"], "")
     if r["rule"] == "TheoreticalOccupancy":
         limiter = (k.get("occupancy_limiter") or "").split(", ")[0]
         fix = OCCUPANCY_FIX.get(limiter, "raise the per-SM limit that binds first")
+    message = clean_message(r.get("message") or "")
+    evidence = _base(k) | {
+        "rule": r["rule"],
+        "section": r.get("section"),
+        "speedup_pct": round(gain, 2),
+        "speedup_type": r.get("speedup_type"),
+        "message": message,
+    }
+    title = f"ncu rule {r['rule']}" + (f" ({r['title']})" if r.get("title") else "")
+    title += f": est. speedup {gain:.0f}% ({r.get('speedup_type')})"
+    peer = RULE_PEERS.get(r["rule"])
+    if peer in ours:
+        evidence["agrees_with"] = peer
+        title += f", as {peer} says"
     return Finding(
         id="ncu-rule",
-        title=f"ncu {r['rule']}: {said} (est. speedup {gain:.0f}%, {r.get('speedup_type')})",
+        title=title,
         severity="high" if gain >= 50 else "medium" if gain >= 10 else "low",
-        evidence=_base(k)
-        | {
-            "rule": r["rule"],
-            "section": r.get("section"),
-            "speedup_pct": round(gain, 2),
-            "speedup_type": r.get("speedup_type"),
-            "message": message,
-        },
+        evidence=evidence,
         fix=fix or f"ncu: {message}",
     )
 

@@ -1,4 +1,7 @@
-"""Rows for tables, shared by the CLI and the TUI: data in, plain cells out (no UI imports)."""
+"""Rows for tables, shared by the CLI and the TUI: data in, plain cells out (no UI imports).
+
+Also the one store lookup both need: the newest ncu profile recorded for a kernel.
+"""
 
 from __future__ import annotations
 
@@ -114,6 +117,15 @@ def profile_row(k: dict) -> tuple[str, ...]:
         conflicts + ("" if shares == "-/-" else f" ({shares})"),
         fmt(k["dram_throughput_pct"]),
     )
+
+
+def profile_facts(summary: dict) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The per-launch table turned on its side, (headers, rows): one row per fact, one column
+    per launch, for a narrow pane."""
+    columns = [profile_row(k) for k in summary["kernels"]]
+    headers = ("", *(f"#{c[0]}" for c in columns))
+    rows = [(label, *(c[i] for c in columns)) for i, label in enumerate(PROFILE_HEADERS) if i]
+    return headers, rows
 
 
 def rule_rows(summary: dict) -> list[tuple[str, ...]]:

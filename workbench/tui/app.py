@@ -38,7 +38,6 @@ from workbench.views import (
     KERNEL_HEADERS,
     LINE_HEADERS,
     NO_MEASURED_FINDINGS,
-    PROFILE_HEADERS,
     RESOURCE_HEADERS,
     RULE_HEADERS,
     check_row,
@@ -48,7 +47,7 @@ from workbench.views import (
     kernel_row,
     measured_finding_rows,
     no_profile_line,
-    profile_row,
+    profile_facts,
     resource_row,
     rule_rows,
     stored_profile,
@@ -123,8 +122,8 @@ class WorkbenchApp(App[None]):
                             yield Static(id="profile-source")
                             yield DataTable(id="profile-kernels", zebra_stripes=True)
                             yield Static(id="profile-findings")
-                            yield DataTable(id="profile-rules", zebra_stripes=True)
                             yield DataTable(id="profile-lines", zebra_stripes=True)
+                            yield DataTable(id="profile-rules", zebra_stripes=True)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -132,7 +131,6 @@ class WorkbenchApp(App[None]):
         self.query_one("#kernels", DataTable).add_columns(*KERNEL_HEADERS)
         self.query_one("#cases", DataTable).add_columns(*CHECK_HEADERS)
         self.query_one("#resources", DataTable).add_columns(*RESOURCE_HEADERS)
-        self.query_one("#profile-kernels", DataTable).add_columns(*PROFILE_HEADERS)
         self.query_one("#profile-rules", DataTable).add_columns(*RULE_HEADERS)
         self.query_one("#profile-lines", DataTable).add_columns(*LINE_HEADERS)
         self.action_reload()
@@ -347,8 +345,13 @@ class WorkbenchApp(App[None]):
 
     def _show_profile(self, summary: dict | None, source: str) -> None:
         self.query_one("#profile-source", Static).update(Text(source))
+        headers, facts = profile_facts(summary) if summary else ((), [])
+        kernels = self.query_one("#profile-kernels", DataTable)
+        if [str(c.label) for c in kernels.columns.values()] != list(headers):
+            kernels.clear(columns=True)
+            kernels.add_columns(*headers)
         tables = {
-            "#profile-kernels": [profile_row(k) for k in summary["kernels"]] if summary else [],
+            "#profile-kernels": facts,
             "#profile-rules": rule_rows(summary) if summary else [],
             "#profile-lines": hot_line_rows(summary) if summary else [],
         }
