@@ -106,6 +106,29 @@ def interpreter(enabled: bool) -> Iterator[None]:
             os.environ["TRITON_INTERPRET"] = old
 
 
+def fix_interpreter_loop_bounds() -> None:
+    """Let Triton 3.4-3.8's interpreter run loops with a runtime bound under numpy >= 2.4.
+
+    Their interpreter gives its tensors `__index__ = int(data)` on a one-element array, which
+    numpy 2.4 refuses ("only 0-dimensional arrays can be converted to Python scalars"); 3.9
+    squeezes the array first. Do the same where it does not.
+    """
+    import inspect
+
+    from triton.runtime import interpreter
+
+    original = interpreter._patch_lang_tensor
+    if getattr(original, "squeezes", False) or "squeeze()" in inspect.getsource(original):
+        return
+
+    def patched(tensor: Any, *scope: Any) -> None:
+        original(tensor, *scope)  # the scope (3.5+) restores the original at the end of a launch
+        tensor.__index__ = lambda self: int(self.handle.data.squeeze())
+
+    patched.squeezes = True  # type: ignore[attr-defined]
+    interpreter._patch_lang_tensor = patched
+
+
 def interpreting() -> bool:
     """Whether @triton.jit builds interpreted functions now (TRITON_INTERPRET is set)."""
     from triton import knobs

@@ -60,6 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     if not gpu:
         os.environ["TRITON_INTERPRET"] = "1"
     try:
+        if not gpu:
+            from workbench import compat
+
+            compat.fix_interpreter_loop_bounds()
         ctx = Context("cuda" if gpu else "cpu", not gpu, args.run_dir, emit)
         spec = _spec(args.file, args.kernel) if args.kernel else None
         module, func = KINDS[args.kind].split(":")
