@@ -10,7 +10,7 @@ import pytest
 from conftest import cli
 
 from workbench import profile_findings, views
-from workbench.profilers import ncureport
+from workbench.profilers import ncureport, saved
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -124,23 +124,22 @@ def test_import_json_carries_findings_and_is_stored(_reports):
     d = json.loads(out.stdout)
     assert d["findings"][0]["id"] == "register-spill"
     assert d["recorded"][0]["kernel"] == "pitfall_spill"
-    stored = views.stored_profile("pitfall_spill")
+    stored = saved.latest("pitfall_spill")
     assert stored is not None and stored.run_id == d["recorded"][0]["run_id"]
     assert stored.summary["findings"] == d["findings"]
-    assert views.stored_profile("pitfall_spill_fixed") is None
+    assert saved.latest("pitfall_spill_fixed") is None
     text = cli("profile", "--import", str(FIXTURES / "ncu_spill_fixed.ncu-rep"))
     assert "measured findings:" in text.stdout and "register-spill" not in text.stdout
     assert "recorded as run" in text.stderr
-    assert views.stored_profile("pitfall_spill_fixed").summary["kernels"][0]["launch"] == 0
+    assert saved.latest("pitfall_spill_fixed").summary["kernels"][0]["launch"] == 0
 
 
 def test_a_report_without_workbench_ranges_needs_a_name(reports):
-    from workbench.commands import profile_cmd
 
     result = copy.deepcopy(reports["vector_add"])
     result["kernels"][0]["range"] = ""
-    profile_cmd._record_import(result, "x.ncu-rep", None)
+    saved.record_import(result, "x.ncu-rep", None)
     assert result["recorded"] == [] and "profile NAME --import FILE" in result["notes"][0]
-    profile_cmd._record_import(result, "x.ncu-rep", "my_add")
+    saved.record_import(result, "x.ncu-rep", "my_add")
     assert result["recorded"][0]["kernel"] == "my_add"
-    assert views.stored_profile("my_add").summary["kernels"][0]["kernel"] == "_add_kernel"
+    assert saved.latest("my_add").summary["kernels"][0]["kernel"] == "_add_kernel"

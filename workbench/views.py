@@ -5,10 +5,7 @@ Also the one store lookup both need: the newest ncu profile recorded for a kerne
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import dataclass
-from pathlib import Path
 
 from workbench.discovery import KernelEntry
 from workbench.profile_findings import bank_conflict_ratios, clean_message, for_summary
@@ -96,8 +93,6 @@ PROFILE_HEADERS = (
 )
 RULE_HEADERS = ("#", "rule", "est. gain", "says")
 LINE_HEADERS = ("#", "line", "samples", "top stall", "local sectors", "smem excess", "code")
-PROFILE_KINDS = ("profile-target", "profile-import")
-"""Store kinds whose run folder holds a profile.json: a profile run's child, an imported report."""
 
 
 def profile_row(k: dict) -> tuple[str, ...]:
@@ -192,37 +187,6 @@ def measured_finding_lines(summary: dict) -> str:
         for severity, id, where, title, fix in measured_finding_rows(summary)
     ]
     return "\n".join(lines) or NO_MEASURED_FINDINGS
-
-
-@dataclass(frozen=True)
-class StoredProfile:
-    run_id: str
-    kind: str
-    started: float
-    summary: dict
-
-    def describe(self) -> str:
-        import time
-
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(self.started))
-        how = "imported from" if self.kind == "profile-import" else "ncu run, report"
-        return f"profile {self.run_id} ({when}), {how} {self.summary.get('file')}"
-
-
-def stored_profile(kernel: str) -> StoredProfile | None:
-    """The newest ncu summary the store holds for `kernel` (its run folder's profile.json)."""
-    from workbench.store import Store
-
-    store = Store()
-    records = [r for kind in PROFILE_KINDS for r in store.history(kernel, kind, limit=20)]
-    for rec in sorted(records, key=lambda r: r.started, reverse=True):
-        try:
-            summary = json.loads((Path(rec.artifacts or "") / "profile.json").read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(summary, dict) and summary.get("tool") == "ncu":
-            return StoredProfile(rec.id, rec.kind, rec.started, summary)
-    return None
 
 
 def no_profile_line(kernel: str) -> str:

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import socket
 import sys
 import textwrap
 import threading
@@ -13,7 +10,7 @@ import time
 
 from workbench import views
 from workbench.cli import add_json_option, add_path_option
-from workbench.errors import WorkbenchError, fail
+from workbench.errors import fail
 from workbench.render import fmt, print_json, print_problem, table
 
 
@@ -59,12 +56,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench.profilers import session
+    from workbench.profilers import saved, session
 
     if args.import_file:
         result = session.import_file(args.import_file)
         if result.get("tool") == "ncu":
-            _record_import(result, args.import_file, args.name)
+            saved.record_import(result, args.import_file, args.name)
         if args.json:
             print_json(result)
         else:
@@ -173,59 +170,6 @@ def _show_ncu(result: dict) -> None:
         print("\nhot lines:")
         print(textwrap.indent(table(views.LINE_HEADERS, lines), "  "))
     print(f"\n{result['launches']} launch(es), {result['metrics']} metrics; {result['file']}")
-
-
-def _record_import(result: dict, path: str, name: str | None) -> None:
-    """Keep an imported ncu summary in the store, one run per kernel, as a profile run keeps
-    its own: the TUI's Profile tab shows the newest. The summary stays whole if that fails."""
-    from workbench import store
-
-    by_name: dict[str, list[dict]] = {}
-    for k in result["kernels"]:
-        owner = name or (k["range"].split(":", 1)[0] if k.get("range") else None)
-        if owner:
-            by_name.setdefault(owner, []).append(k)
-    notes = result.setdefault("notes", [])
-    if not by_name:
-        notes.append(
-            "not recorded: no workbench NVTX range names the kernel; give its name: "
-            "`profile NAME --import FILE`"
-        )
-    recorded = result.setdefault("recorded", [])
-    for owner, kernels in by_name.items():
-        launches = {k["launch"] for k in kernels}
-        part = {
-            **{k: v for k, v in result.items() if k not in ("notes", "recorded")},
-            "kernels": kernels,
-            "launches": len(kernels),
-            "findings": [f for f in result["findings"] if f["evidence"]["launch"] in launches],
-        }
-        run_id = store.new_run_id()
-        try:
-            folder = store.run_folder(run_id)
-            (folder / "profile.json").write_text(json.dumps(part, indent=1, default=str))
-            store.Store().record(
-                store.RunRecord(
-                    id=run_id,
-                    kind="profile-import",
-                    kernel=owner,
-                    file=None,
-                    params={"report": os.path.abspath(path)},
-                    status="ok",
-                    started=time.time(),
-                    seconds=0.0,
-                    host=socket.gethostname(),
-                    mode="import",
-                    summary={"launches": len(kernels), "findings": len(part["findings"])},
-                    result=None,
-                    problem=None,
-                    artifacts=str(folder),
-                )
-            )
-        except WorkbenchError as exc:
-            notes.append(f"not recorded for {owner}: {exc.problem}")
-            continue
-        recorded.append({"kernel": owner, "run_id": run_id, "artifacts": str(folder)})
 
 
 def _show_nsys(result: dict) -> None:

@@ -33,6 +33,7 @@ from textual.widgets import (
 from workbench import jobs, machine
 from workbench.discovery import Catalog, KernelEntry, discover
 from workbench.errors import Problem, WorkbenchError
+from workbench.profilers import saved
 from workbench.views import (
     CHECK_HEADERS,
     KERNEL_HEADERS,
@@ -50,7 +51,6 @@ from workbench.views import (
     profile_facts,
     resource_row,
     rule_rows,
-    stored_profile,
 )
 
 if TYPE_CHECKING:
@@ -337,7 +337,7 @@ class WorkbenchApp(App[None]):
         entry = self.selected()
         if entry is None:
             return
-        stored = stored_profile(entry.name)
+        stored = saved.latest(entry.name)
         if stored is None:
             self._show_profile(None, no_profile_line(entry.name))
         else:
