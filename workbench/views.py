@@ -6,10 +6,15 @@ Also the one store lookup both need: the newest ncu profile recorded for a kerne
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from workbench.discovery import KernelEntry
 from workbench.profile_findings import bank_conflict_ratios, clean_message, for_summary
 from workbench.render import fmt
+
+if TYPE_CHECKING:
+    from workbench.errors import Problem
+    from workbench.jobs import Outcome
 
 KERNEL_HEADERS = ("name", "kind", "dtypes", "shape sets", "file")
 RESOURCE_HEADERS = ("config", "regs", "spill B", "smem B", "warps", "stages", "occ %", "limiter")
@@ -198,3 +203,12 @@ def no_profile_line(kernel: str) -> str:
 
 def _count(x: float | None) -> str:
     return "-" if x is None else f"{round(x):,}"
+
+
+def outcome_lines(outcome: Outcome, problem: Problem | None, suffix: str = "") -> list[str]:
+    """The closing lines of a finished job: its problem, a store failure, its run id and time."""
+    lines = [f"[{outcome.status}] {problem}"] if problem else []
+    if outcome.store_problem:
+        lines.append(f"not saved: {outcome.store_problem}")
+    lines.append(f"run {outcome.run_id} in {outcome.seconds:.1f} s{suffix}")
+    return lines

@@ -48,6 +48,7 @@ from workbench.views import (
     kernel_row,
     measured_finding_rows,
     no_profile_line,
+    outcome_lines,
     profile_facts,
     resource_row,
     rule_rows,
@@ -245,11 +246,7 @@ class WorkbenchApp(App[None]):
                 f"{result['kernel']}: {len(result['variants'])} config(s), "
                 f"{result['arch']} ({result['mode']})"
             )
-        if outcome.problem:
-            lines.append(f"[{outcome.status}] {outcome.problem}")
-        if outcome.store_problem:
-            lines.append(f"not saved: {outcome.store_problem}")
-        lines.append(f"run {outcome.run_id} in {outcome.seconds:.1f} s")
+        lines += outcome_lines(outcome, outcome.problem)
         self.query_one("#verdict", Static).update(Text("\n".join(lines)))
 
     def _show_compiled(self, result: dict, tab: str) -> None:
@@ -323,11 +320,7 @@ class WorkbenchApp(App[None]):
             found = len(run.summary.get("findings", []))
             lines.append(f"{entry.name}: {run.summary['launches']} launch(es), {found} finding(s)")
         lines += [f"note: {n}" for n in run.notes]
-        if run.problem:
-            lines.append(f"[{outcome.status}] {run.problem}")
-        if outcome.store_problem:
-            lines.append(f"not saved: {outcome.store_problem}")
-        lines.append(f"run {outcome.run_id} in {outcome.seconds:.1f} s ({run.tool.name})")
+        lines += outcome_lines(outcome, run.problem, f" ({run.tool.name})")
         self.query_one("#verdict", Static).update(Text("\n".join(lines)))
         selected = self.selected()
         if run.summary and selected is not None and selected.name == entry.name:
