@@ -65,6 +65,15 @@ def test_line_trail_for_another_arch(runs):
         assert f"  {stage}: " in proc.stdout
 
 
+def test_shape_picks_the_specialisation(runs):
+    # A 4 x 100 input makes BLOCK = 128 where the first check shape (4 x 64) makes 64.
+    outcome = runs.json("resources", "row_softmax", "--path", KERNELS, "--shape", "4x100")
+    (variant,) = outcome["result"]["variants"]
+    assert variant["label"].startswith("BLOCK=128,")
+    bad = runs("resources", "row_softmax", "--path", KERNELS, "--shape", "4xq")
+    assert bad.returncode == 2 and "--shape 4096x4096" in bad.stderr
+
+
 def test_copies_of_one_kernel_file_each_map_to_themselves(tmp_path):
     # Triton's cache key leaves out the file's path: a copy compiled first must not lend its path.
     env = {"WORKBENCH_REPORTS": str(tmp_path / "reports"), "WORKBENCH_DEVICE": "cpu"}
