@@ -141,9 +141,30 @@ def test_stage_diff_ignores_locations():
     assert stage_diff("ttir", a, b).added == 0
     c = "%0 = arith.mulf %a, %b : f32 loc(#loc4)\n"
     d = stage_diff("ttir", a, c)
-    assert (d.added, d.removed) == (1, 1) and "+%0 = arith.mulf" in d.text
+    assert (d.added, d.removed) == (1, 1) and "+%_ = arith.mulf" in d.text
     sass = "        /*0010*/                   FADD R3, R2, R3 ;  /* 0x000000030203 */"
-    assert normalize("sass", sass) == ["FADD R3, R2, R3 ;"]
+    assert normalize("sass", sass) == ["FADD R_, R_, R_ ;"]
+
+
+def test_stage_diff_ignores_renumbering():
+    # One op inserted: every later value, register and label number moves by one.
+    a = "%0 = arith.addf %x, %y\n%1 = arith.mulf %0, %0\ntt.store %p, %1\n"
+    b = "%0 = arith.addf %x, %y\n%1 = math.exp %0\n%2 = arith.mulf %1, %1\ntt.store %p, %2\n"
+    d = stage_diff("ttgir", a, b)
+    assert (d.added, d.removed) == (1, 0) and "+%_ = math.exp %_" in d.text
+    ptx_a = "add.f32 %f2, %f1, %f1;\n@%p1 bra $L__BB0_2;\n"
+    ptx_b = "mov.f32 %f1, %f9;\nadd.f32 %f3, %f2, %f2;\n@%p2 bra $L__BB0_3;\n"
+    assert stage_diff("ptx", ptx_a, ptx_b).added == 1
+    sass = [
+        "/*0100*/ @P1 BRA 0x1e0 ; /* 0x0 */",
+        "/*0110*/ MOV R4, 0x3f800000 ;",
+        "LDC R1, c[0x0][0x28] ;",
+    ]
+    assert normalize("sass", "\n".join(sass)) == [
+        "@P_ BRA _ ;",
+        "MOV R_, 0x3f800000 ;",  # constants and parameter offsets stay
+        "LDC R_, c[0x0][0x28] ;",
+    ]
 
 
 def test_resource_changes():

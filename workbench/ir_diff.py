@@ -1,7 +1,9 @@
 """Differences between two compiled variants: resources first, then each IR stage (pure).
 
 Location noise (MLIR `loc(...)`, `#loc` lines, PTX `.loc`, SASS line comments, addresses and
-encodings) is dropped before diffing, so what remains is the code that changed.
+encodings) is dropped before diffing, and value, register and label numbers are blanked: one
+inserted op renumbers every value after it, which would otherwise mark every later line as
+changed. What remains is the code that changed; the files on disk keep the full text.
 """
 
 from __future__ import annotations
@@ -12,6 +14,14 @@ from dataclasses import dataclass
 
 _SASS_ADDR = re.compile(r"/\*[0-9a-f]{4,}\*/\s*")
 _SASS_ENCODING = re.compile(r"/\*\s*0x[0-9a-f]+\s*\*/")
+_SSA = re.compile(r"%[\w.$-]+")  # MLIR / LLVM values: %0, %arg3, %cst_1, %12
+_LLVM_LABEL = re.compile(r"^(\d+):")
+_PTX_REG = re.compile(r"%([a-z]+)\d+\b")  # %r12, %rd3, %f4, %p1 (the class letters stay)
+_PTX_LABEL = re.compile(r"\$L__\w+")
+_SASS_REG = re.compile(r"\b(U?R|U?P)\d+\b")  # R12, UR4, P0, UP1; RZ and PT stay
+_SASS_BRANCH = re.compile(
+    r"\b(BRA|BSSY|CALL\.REL(?:\.NOINC)?|JMP)\b([^;]*?)(0x[0-9a-f]+|`\(\.L_x_\d+\))"
+)
 
 
 def _strip_locs(line: str) -> str:
@@ -34,18 +44,20 @@ def normalize(stage: str, text: str) -> list[str]:
         if stage in ("ttir", "ttgir"):
             if s.startswith("#loc"):
                 continue
-            s = _strip_locs(s)
+            s = _SSA.sub("%_", _strip_locs(s))
         elif stage == "llir":
             if s.startswith("!") and ("DILocation" in s or "DILexicalBlock" in s):
                 continue
-            s = re.sub(r", !dbg !\d+", "", s)
+            s = _LLVM_LABEL.sub("_:", _SSA.sub("%_", re.sub(r", !dbg !\d+", "", s)))
         elif stage == "ptx":
             if s.strip().startswith((".loc", ".file")):
                 continue
+            s = _PTX_LABEL.sub("$L_", _PTX_REG.sub(r"%\1_", s))
         elif stage == "sass":
             if "//##" in s:
                 continue
             s = _SASS_ENCODING.sub("", _SASS_ADDR.sub("", s)).strip()
+            s = _SASS_BRANCH.sub(r"\1\2_", _SASS_REG.sub(r"\1_", s))
         if s.strip():
             out.append(s)
     return out
