@@ -8,17 +8,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES, cli
 
 from workbench.errors import WorkbenchError
 from workbench.profilers import ncureport, nsys, session
-
-FIXTURES = Path(__file__).parent / "fixtures"
-ROOT = Path(__file__).parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -227,34 +223,21 @@ def test_import_dispatches_on_the_suffix(tmp_path):
     assert err.value.problem.kind == "unknown-report"
 
 
-def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    import os
-
-    return subprocess.run(
-        [sys.executable, "-m", "workbench", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, **(env or {})},
-        timeout=120,
-    )
-
-
 def test_cli_import_json_on_a_cpu_machine():
-    out = _cli("profile", "--import", str(FIXTURES / "ncu_spill.ncu-rep"), "--json")
+    out = cli("profile", "--import", str(FIXTURES / "ncu_spill.ncu-rep"), "--json")
     assert out.returncode == 0, out.stderr
     d = json.loads(out.stdout)
     assert d["kernels"][0]["registers_per_thread"] == 255
-    out = _cli("profile", "--import", str(FIXTURES / "nsys_vector_add.sqlite"))
+    out = cli("profile", "--import", str(FIXTURES / "nsys_vector_add.sqlite"))
     assert out.returncode == 0, out.stderr
     assert "vector_add:1048576:float32" in out.stdout and "_add_kernel" in out.stdout
 
 
 def test_cli_profile_refuses_without_a_gpu(tmp_path):
-    out = _cli("profile", "vector_add", "--tool", "ncu", env={"WORKBENCH_DEVICE": "cpu"})
+    out = cli("profile", "vector_add", "--tool", "ncu", env={"WORKBENCH_DEVICE": "cpu"})
     assert out.returncode == 2
     assert "needs a CUDA GPU" in out.stderr and "--import" in out.stderr
-    out = _cli("profile", "--import", str(tmp_path / "missing.ncu-rep"), "--json")
+    out = cli("profile", "--import", str(tmp_path / "missing.ncu-rep"), "--json")
     assert out.returncode == 2 and json.loads(out.stdout)["error"]["kind"] == "no-such-file"
 
 
