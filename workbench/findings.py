@@ -278,9 +278,8 @@ def _accesses(source: str) -> list[tuple[int, int, str, bool]]:
             and node.func.attr in ("load", "store")
             and node.args
         ):
-            mask_at = (
-                1 if node.func.attr == "load" else 2
-            )  # tl.load(ptr, mask), tl.store(ptr, v, mask)
+            # the mask's position: tl.load(ptr, mask), tl.store(ptr, value, mask)
+            mask_at = 1 if node.func.attr == "load" else 2
             masked = len(node.args) > mask_at or any(k.arg == "mask" for k in node.keywords)
             last = node.end_lineno or node.lineno
             out.append((node.lineno, last, ast.unparse(node.args[0]), masked))

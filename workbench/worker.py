@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from workbench import machine
+from workbench import compat, machine
 from workbench.errors import WorkbenchError
 
 # kind -> "module:function"; imported only when that kind runs.
@@ -57,13 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     emit = _event_stream()
     gpu = machine.has_gpu()
-    if not gpu:
-        os.environ["TRITON_INTERPRET"] = "1"
     try:
         if not gpu:
-            from workbench import compat
-
-            compat.fix_interpreter_loop_bounds()
+            os.environ["TRITON_INTERPRET"] = "1"
+            compat.fix_interpreter_loop_bounds()  # imports triton: after the switch above
         ctx = Context("cuda" if gpu else "cpu", not gpu, args.run_dir, emit)
         spec = _spec(args.file, args.kernel) if args.kernel else None
         module, func = KINDS[args.kind].split(":")
