@@ -1,7 +1,4 @@
-"""Rows for tables, shared by the CLI and the TUI: data in, plain cells out (no UI imports).
-
-Also the one store lookup both need: the newest ncu profile recorded for a kernel.
-"""
+"""Rows for tables, shared by the CLI and the TUI: data in, plain cells out (no UI imports)."""
 
 from __future__ import annotations
 
