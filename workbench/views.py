@@ -70,12 +70,12 @@ def resource_row(v: dict) -> tuple:
     )
 
 
-def finding_lines(found: list[dict], empty: str = "no static findings") -> str:
+def finding_lines(found: list[dict]) -> str:
     lines = []
     for f in found:
         where = f":{f['line']}" if f.get("line") else ""
         lines.append(f"[{f['severity']}] {f['id']}{where}: {f['title']}\n    fix: {f['fix']}")
-    return "\n".join(lines) or empty
+    return "\n".join(lines) or "no static findings"
 
 
 # ---- profile (ncu) -----------------------------------------------------------------------------
