@@ -5,11 +5,13 @@ and statistics from the row itself (mean, then the variance of x - mean: no canc
 Wider rows are walked in chunks: a first pass keeps per-lane Welford statistics (robust when
 |mean| >> std), a second pass normalizes.
 
-The fused kernel computes h = residual + dropout(x, p) and y = LayerNorm(h) and returns both
-(h is the next block's residual), moving x and residual in, y and h out: 4 x M x N elements.
-Its keep-mask is the stream of `kernels._dropout` with the rows of the input as rows; the
-reference rebuilds it with the same generator and composes torch ops in fp32. At p = 0 the
-generator is compiled out: the kernel is then the residual add + LayerNorm of a forward pass.
+The fused kernel computes h = residual + dropout(x, p) and y = LayerNorm(h) and returns both (h
+is the next block's residual), moving x and residual in, y and h out: 4 x M x N elements. Its
+keep-mask is the stream of `kernels._dropout` with the rows of the input as rows: a block of
+columns starting at a multiple of 8 takes its keep decisions from `keep8` in the layout of its
+loads (in 16-bit dtypes no data moves between threads). The reference rebuilds the mask with the
+same generator and composes torch ops in fp32. At p = 0 the generator is compiled out: the
+kernel is then the residual add + LayerNorm of a forward pass.
 
 Rows and columns of x (and residual) are read through their strides, weight and bias through
 theirs; outputs are dense. Statistics and the affine in fp32; one rounding on the way out.
@@ -118,40 +120,29 @@ def _norm_kernel(
 
 @triton.jit
 def _dropout_add(
-    x_ptr,
-    r_ptr,
-    h_ptr,
-    i,
-    j: tl.constexpr,
-    quarter,
-    n_cols,
+    x_row,
+    r_row,
+    seed,
+    counter0,
+    cols,
+    mask,
     sxn,
     srn,
-    keep,
+    threshold,
     scale,
-    STORE_H: tl.constexpr,
+    DROPOUT: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
-    """h = residual + dropout(x) on quarter j of a row (fp32), stored when STORE_H."""
-    cols = j * quarter + i
-    mask = (i < quarter) & (cols < n_cols)
-    x = tl.load(x_ptr + cols * sxn, mask=mask, other=0.0).to(tl.float32)
-    r = tl.load(r_ptr + cols * srn, mask=mask, other=0.0).to(tl.float32)
-    h = r + tl.where(keep, x * scale, 0.0)
-    if STORE_H:
-        tl.store(h_ptr + cols, h.to(h_ptr.dtype.element_ty), mask=mask)
-    return h, cols, mask
-
-
-@triton.jit
-def _keep(seed, counter, threshold, DROPOUT: tl.constexpr):
-    """The stream's four keep-masks, or all-true ones without dropout (p = 0: no generator)."""
+    """residual + dropout(x) in fp32 on the BLOCK_N columns `cols` of a row, the first of them
+    element 0 of Philox counter `counter0`; no generator without DROPOUT (p = 0)."""
+    x = tl.load(x_row + cols * sxn, mask=mask, other=0.0).to(tl.float32)
+    r = tl.load(r_row + cols * srn, mask=mask, other=0.0).to(tl.float32)
     if DROPOUT:
-        return _dropout.keep4(seed, counter, threshold)
-    everything = counter >= 0
-    return everything, everything, everything, everything
+        x = tl.where(_dropout.keep8(seed, counter0, threshold, BLOCK_N), x, 0.0)
+    return r + x * scale
 
 
-@triton.autotune(configs=_WARPS, key=["QB", "SINGLE", "DROPOUT"])
+@triton.autotune(configs=_WARPS, key=["BLOCK_N", "SINGLE", "DROPOUT"])
 @triton.jit(do_not_specialize=["threshold"])
 def _add_dropout_layer_norm_kernel(
     x_ptr,
@@ -162,7 +153,6 @@ def _add_dropout_layer_norm_kernel(
     h_ptr,
     seed_ptr,
     n_cols,
-    quarter,
     stride_xm,
     stride_xn,
     stride_rm,
@@ -174,85 +164,50 @@ def _add_dropout_layer_norm_kernel(
     eps,
     DROPOUT: tl.constexpr,
     SINGLE: tl.constexpr,
-    QB: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * stride_xm
     r_row = r_ptr + row * stride_rm
     h_row = h_ptr + row * n_cols
     y_row = y_ptr + row * n_cols
-    seed = tl.load(seed_ptr)
+    seed = tl.load(seed_ptr) if DROPOUT else 0
+    counter0 = row * tl.cdiv(n_cols, 8)  # the row's first Philox counter
     if SINGLE:
-        i = tl.arange(0, QB)
-        k0, k1, k2, k3 = _keep(seed, row * quarter + i, threshold, DROPOUT)
-        h0, c0, m0 = _dropout_add(
-            x_row, r_row, h_row, i, 0, quarter, n_cols, stride_xn, stride_rn, k0, scale, True
-        )
-        h1, c1, m1 = _dropout_add(
-            x_row, r_row, h_row, i, 1, quarter, n_cols, stride_xn, stride_rn, k1, scale, True
-        )
-        h2, c2, m2 = _dropout_add(
-            x_row, r_row, h_row, i, 2, quarter, n_cols, stride_xn, stride_rn, k2, scale, True
-        )
-        h3, c3, m3 = _dropout_add(
-            x_row, r_row, h_row, i, 3, quarter, n_cols, stride_xn, stride_rn, k3, scale, True
-        )
-        # One reduction per statistic: the quarters are added lane by lane first.
-        mean = tl.sum(h0 + h1 + h2 + h3, axis=0) / n_cols
-        h0 = tl.where(m0, h0 - mean, 0.0)
-        h1 = tl.where(m1, h1 - mean, 0.0)
-        h2 = tl.where(m2, h2 - mean, 0.0)
-        h3 = tl.where(m3, h3 - mean, 0.0)
-        var = tl.sum(h0 * h0 + h1 * h1 + h2 * h2 + h3 * h3, axis=0)
-        rstd = tl.rsqrt(var / n_cols + eps)
-        _affine(h0 * rstd, w_ptr, b_ptr, y_row, c0, m0, stride_w, stride_b, True)
-        _affine(h1 * rstd, w_ptr, b_ptr, y_row, c1, m1, stride_w, stride_b, True)
-        _affine(h2 * rstd, w_ptr, b_ptr, y_row, c2, m2, stride_w, stride_b, True)
-        _affine(h3 * rstd, w_ptr, b_ptr, y_row, c3, m3, stride_w, stride_b, True)
+        cols = tl.arange(0, BLOCK_N)
+        mask = cols < n_cols
+        h = _dropout_add(
+            x_row, r_row, seed, counter0, cols, mask, stride_xn, stride_rn, threshold, scale,
+            DROPOUT, BLOCK_N,
+        )  # fmt: skip
+        tl.store(h_row + cols, h.to(h_ptr.dtype.element_ty), mask=mask)
+        h = tl.where(mask, h - tl.sum(h, axis=0) / n_cols, 0.0)
+        rstd = tl.rsqrt(tl.sum(h * h, axis=0) / n_cols + eps)
+        _affine(h * rstd, w_ptr, b_ptr, y_row, cols, mask, stride_w, stride_b, True)
     else:  # pass 1: h and its statistics; pass 2: h again from x and residual, then y
-        mean = tl.zeros([QB], tl.float32)
-        m2 = tl.zeros([QB], tl.float32)
-        count = tl.zeros([QB], tl.float32)
-        for start in range(0, quarter, QB):
-            i = start + tl.arange(0, QB)
-            k0, k1, k2, k3 = _keep(seed, row * quarter + i, threshold, DROPOUT)
-            h, _, m = _dropout_add(
-                x_row, r_row, h_row, i, 0, quarter, n_cols, stride_xn, stride_rn, k0, scale, True
-            )
-            mean, m2, count = _welford(mean, m2, count, h, m)
-            h, _, m = _dropout_add(
-                x_row, r_row, h_row, i, 1, quarter, n_cols, stride_xn, stride_rn, k1, scale, True
-            )
-            mean, m2, count = _welford(mean, m2, count, h, m)
-            h, _, m = _dropout_add(
-                x_row, r_row, h_row, i, 2, quarter, n_cols, stride_xn, stride_rn, k2, scale, True
-            )
-            mean, m2, count = _welford(mean, m2, count, h, m)
-            h, _, m = _dropout_add(
-                x_row, r_row, h_row, i, 3, quarter, n_cols, stride_xn, stride_rn, k3, scale, True
-            )
-            mean, m2, count = _welford(mean, m2, count, h, m)
+        mean = tl.zeros([BLOCK_N], tl.float32)
+        m2 = tl.zeros([BLOCK_N], tl.float32)
+        count = tl.zeros([BLOCK_N], tl.float32)
+        for start in range(0, n_cols, BLOCK_N):
+            cols = start + tl.arange(0, BLOCK_N)
+            mask = cols < n_cols
+            h = _dropout_add(
+                x_row, r_row, seed, counter0 + start // 8, cols, mask, stride_xn, stride_rn,
+                threshold, scale, DROPOUT, BLOCK_N,
+            )  # fmt: skip
+            tl.store(h_row + cols, h.to(h_ptr.dtype.element_ty), mask=mask)
+            mean, m2, count = _welford(mean, m2, count, h, mask)
         row_mean, var = _welford_total(mean, m2, count)
         rstd = tl.rsqrt(var + eps)
-        for start in range(0, quarter, QB):
-            i = start + tl.arange(0, QB)
-            k0, k1, k2, k3 = _keep(seed, row * quarter + i, threshold, DROPOUT)
-            h, c, m = _dropout_add(
-                x_row, r_row, h_row, i, 0, quarter, n_cols, stride_xn, stride_rn, k0, scale, False
-            )
-            _affine((h - row_mean) * rstd, w_ptr, b_ptr, y_row, c, m, stride_w, stride_b, True)
-            h, c, m = _dropout_add(
-                x_row, r_row, h_row, i, 1, quarter, n_cols, stride_xn, stride_rn, k1, scale, False
-            )
-            _affine((h - row_mean) * rstd, w_ptr, b_ptr, y_row, c, m, stride_w, stride_b, True)
-            h, c, m = _dropout_add(
-                x_row, r_row, h_row, i, 2, quarter, n_cols, stride_xn, stride_rn, k2, scale, False
-            )
-            _affine((h - row_mean) * rstd, w_ptr, b_ptr, y_row, c, m, stride_w, stride_b, True)
-            h, c, m = _dropout_add(
-                x_row, r_row, h_row, i, 3, quarter, n_cols, stride_xn, stride_rn, k3, scale, False
-            )
-            _affine((h - row_mean) * rstd, w_ptr, b_ptr, y_row, c, m, stride_w, stride_b, True)
+        for start in range(0, n_cols, BLOCK_N):
+            cols = start + tl.arange(0, BLOCK_N)
+            mask = cols < n_cols
+            h = _dropout_add(
+                x_row, r_row, seed, counter0 + start // 8, cols, mask, stride_xn, stride_rn,
+                threshold, scale, DROPOUT, BLOCK_N,
+            )  # fmt: skip
+            xhat = (h - row_mean) * rstd
+            _affine(xhat, w_ptr, b_ptr, y_row, cols, mask, stride_w, stride_b, True)
 
 
 def _rows(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
@@ -319,14 +274,13 @@ def add_dropout_layer_norm(
     h = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     n_rows, n_cols = rows.shape
     if y.numel():
-        quarter = _dropout.quarter(n_cols)
         single = n_cols <= MAX_FUSED_COLS
-        qb = triton.next_power_of_2(quarter) if single else _CHUNK // 4
+        block = max(8, triton.next_power_of_2(n_cols)) if single else _CHUNK
         _add_dropout_layer_norm_kernel[(n_rows,)](
-            rows, res, weight, bias, y, h, seed, n_cols, quarter,
+            rows, res, weight, bias, y, h, seed, n_cols,
             rows.stride(0), rows.stride(1), res.stride(0), res.stride(1),
             weight.stride(0), bias.stride(0), threshold, 1.0 / (1.0 - p), eps,
-            DROPOUT=threshold > 0, SINGLE=single, QB=qb,
+            DROPOUT=threshold > 0, SINGLE=single, BLOCK_N=block,
         )  # fmt: skip
     return y, h
 
