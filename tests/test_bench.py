@@ -15,7 +15,7 @@ from conftest import FIXTURES, ROOT
 from workbench import benchreport
 from workbench.ceilings import Ceilings
 from workbench.cli import main
-from workbench.commands.bench_cmd import _resumed
+from workbench.commands.bench_cmd import _merged, _resumed
 from workbench.errors import WorkbenchError
 
 BENCH_FIXTURES = sorted(FIXTURES.glob("bench_*.json"))
@@ -265,6 +265,31 @@ def test_resume_keeps_finished_kernels_and_drops_the_interrupted_one(tmp_path):
     with pytest.raises(WorkbenchError) as info:
         _resumed(tmp_path)
     assert info.value.problem.kind == "bad-report"
+
+
+def test_one_kernel_run_updates_its_rows_and_keeps_the_rest(tmp_path):
+    saved = _load(H100_PARTIAL)
+    name = saved["kernels"][0]["name"]
+    mine = [r for r in saved["records"] if r["name"] == name]
+    redone = {**copy.deepcopy(mine[0]), "ms": mine[0]["ms"] / 2}
+    fresh = {
+        **benchreport.new_doc(),
+        "device": saved["device"],
+        "kernels": [{"name": name, "file": "k.py", "check": None, "bench": {"status": "ok"}}],
+        "records": [redone],
+    }
+    benchreport.write(saved, tmp_path)
+    merged = _merged(tmp_path, fresh)
+    assert [k["name"] for k in merged["kernels"]] == [k["name"] for k in saved["kernels"]]
+    assert merged["kernels"][0]["file"] == "k.py"
+    assert len(merged["records"]) == len(saved["records"])  # one row replaced, none added
+    assert merged["records"] == [redone, *saved["records"][1:]]  # in place
+    new_kernel = {**fresh, "kernels": [{**fresh["kernels"][0], "name": "new"}], "records": []}
+    assert _merged(tmp_path, new_kernel)["kernels"][-1]["name"] == "new"
+    assert _merged(tmp_path / "absent", fresh) is fresh
+    with pytest.raises(WorkbenchError) as info:
+        _merged(tmp_path, {**fresh, "device": "another GPU"})
+    assert info.value.problem.kind == "bad-report" and "another GPU" in info.value.problem.cause
 
 
 def test_is_clean_needs_every_check_and_case():

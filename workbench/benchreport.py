@@ -112,6 +112,32 @@ def resume(doc: dict) -> dict:
     }
 
 
+def merge(saved: dict, fresh: dict) -> dict:
+    """A saved report updated with a fresh run: the fresh run's kernels and records replace those
+    of the same name (records: name, shape and dtype) in place, new ones join their kernel's
+    rows, and everything else saved stays. Both must come from the same device."""
+    if saved.get("schema") != SCHEMA:
+        raise ValueError(f"schema {saved.get('schema')!r}, expected {SCHEMA}")
+    if saved.get("device") and fresh.get("device") and saved["device"] != fresh["device"]:
+        raise ValueError(f"it was measured on {saved['device']}, this run on {fresh['device']}")
+    kernels = {k["name"]: k for k in saved["kernels"]} | {k["name"]: k for k in fresh["kernels"]}
+
+    def key(r: dict) -> tuple:
+        return r["name"], tuple(r["shape"]), r["dtype"]
+
+    new = {key(r): r for r in fresh["records"]}
+    records = [new.pop(key(r), r) for r in saved["records"]] + list(new.values())
+    order = {name: i for i, name in enumerate(kernels)}
+    return {
+        **saved,
+        "generated": fresh["generated"],
+        "device": fresh.get("device") or saved.get("device"),
+        "ceilings": fresh.get("ceilings") or saved.get("ceilings"),
+        "kernels": list(kernels.values()),
+        "records": sorted(records, key=lambda r: order.get(r["name"], len(order))),
+    }
+
+
 def is_clean(doc: dict) -> bool:
     """Every kernel checked correct and benchmarked, and every case ran."""
     kernels = doc.get("kernels", [])

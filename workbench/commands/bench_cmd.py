@@ -38,7 +38,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--refresh-ceilings", action="store_true", help="measure copy and matmul ceilings again"
     )
-    p.add_argument("--out", metavar="DIR", help="write bench.json and README.md here")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="write bench.json and README.md here; with one kernel, its rows replace theirs in "
+        "the report already there and the rest is kept",
+    )
     p.add_argument(
         "--resume",
         action="store_true",
@@ -88,7 +93,7 @@ def _run_one(entry: KernelEntry, params: dict, args: argparse.Namespace) -> int:
     doc = benchreport.new_doc()
     outcome = _bench(entry, params, args, doc, _add_kernel(doc, entry))
     if args.out:
-        _write(doc, args.out, quiet=args.json)
+        _write(_merged(Path(args.out), doc), args.out, quiet=args.json)
     if args.json:
         print_json(outcome.to_dict())
     else:
@@ -156,6 +161,22 @@ def _resumed(out: Path) -> dict:
             "bad-report",
             f"cannot resume from {path}: {exc}",
             "move that file away (or drop --resume) to start the report afresh",
+            file=str(path),
+        ) from exc
+
+
+def _merged(out: Path, doc: dict) -> dict:
+    """doc joined to the report already in out (one kernel's rows replaced, the rest kept)."""
+    path = out / "bench.json"
+    try:
+        return benchreport.merge(json.loads(path.read_text()), doc)
+    except FileNotFoundError:
+        return doc
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise fail(
+            "bad-report",
+            f"cannot update {path}: {exc}",
+            "choose another --out, or move that file away to start a new report",
             file=str(path),
         ) from exc
 
