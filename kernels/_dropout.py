@@ -12,7 +12,7 @@ exactly the one Philox call that decides them, in the layout of the load, so no 
 between threads; and one call per 8 elements rather than per element or per 4 keeps the
 generator's integer work small enough for the 16-bit fused kernels to stay memory-bound. The
 price is a keep probability quantized to 1/65536: the rate is 1 - threshold / 65536, and kept
-values are scaled by 1 / (1 - p), a relative bias below 2**-17 at the p of training.
+values are scaled by its inverse (`scale`), so the expectation is exactly preserved.
 
 The seed is a one-element int64 tensor on the device, read inside the kernel: no host sync, and
 a new seed per step is drawn from torch's generator (`new_seed`) without leaving the device.
@@ -69,6 +69,11 @@ def threshold(p: float) -> int:
             "pass 0 <= p < 1 (p = 1 drops everything: use torch.zeros_like instead)",
         )
     return min(round(p * 65536), 65535)
+
+
+def scale(threshold: int) -> float:
+    """The factor on kept values: 1 / keep rate, the rate the 16-bit threshold really gives."""
+    return 65536 / (65536 - threshold)
 
 
 def new_seed(device: torch.device | str) -> torch.Tensor:

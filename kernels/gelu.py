@@ -19,7 +19,7 @@ stride and an element stride, and the kernel takes the contiguous fast path (a c
 when the tensor is dense. Outputs are always dense.
 
 GELU + dropout keeps element e iff the stream of `kernels._dropout` says so (the tensor is one
-row of numel elements there); kept elements are scaled by 1 / (1 - p). A program's block starts
+row of numel elements there); kept elements are scaled by 1 / keep rate. A program's block starts
 at a multiple of 8 elements, so in 16-bit dtypes (8 elements per 16-byte load) each thread's
 Philox calls decide exactly the elements it loads. Its reference rebuilds that keep-mask with
 the same generator (`_dropout.keep_mask`) and applies it to torch's GELU, so a check compares
@@ -176,7 +176,7 @@ def gelu_dropout(
     tanh = _tanh(approximate)
     threshold = _dropout.threshold(p)
     seed = _dropout.new_seed(x.device) if seed is None else seed
-    return _launch(x, tanh, seed, threshold, 1.0 / (1.0 - p))
+    return _launch(x, tanh, seed, threshold, _dropout.scale(threshold))
 
 
 def gelu_dropout_reference(
@@ -184,7 +184,7 @@ def gelu_dropout_reference(
 ) -> torch.Tensor:
     """torch's GELU in fp32, times the stream's keep-mask, scaled; one rounding at the end."""
     keep = _dropout.keep_mask(seed, 1, x.numel(), p).view(x.shape)
-    y = F.gelu(x.float(), approximate=approximate) * keep * (1.0 / (1.0 - p))
+    y = F.gelu(x.float(), approximate=approximate) * keep * _dropout.scale(_dropout.threshold(p))
     return y.to(x.dtype)
 
 

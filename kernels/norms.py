@@ -279,7 +279,7 @@ def add_dropout_layer_norm(
         _add_dropout_layer_norm_kernel[(n_rows,)](
             rows, res, weight, bias, y, h, seed, n_cols,
             rows.stride(0), rows.stride(1), res.stride(0), res.stride(1),
-            weight.stride(0), bias.stride(0), threshold, 1.0 / (1.0 - p), eps,
+            weight.stride(0), bias.stride(0), threshold, _dropout.scale(threshold), eps,
             DROPOUT=threshold > 0, SINGLE=single, BLOCK_N=block,
         )  # fmt: skip
     return y, h
@@ -297,7 +297,7 @@ def add_dropout_layer_norm_reference(
     """torch ops in fp32 with the stream's keep-mask; one rounding at the end."""
     n_cols = x.shape[-1]
     keep = _dropout.keep_mask(seed, x.numel() // max(n_cols, 1), n_cols, p).view(x.shape)
-    h = residual.float() + x.float() * keep * (1.0 / (1.0 - p))
+    h = residual.float() + x.float() * keep * _dropout.scale(_dropout.threshold(p))
     y = F.layer_norm(h, (n_cols,), weight.float(), bias.float(), eps)
     return y.to(x.dtype), h.to(x.dtype)
 
