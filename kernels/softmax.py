@@ -3,11 +3,17 @@
 `softmax` keeps each row in registers (one program per row): one read, one write, the floor.
 Above `MAX_FUSED_COLS` a row no longer fits, and `softmax_online` takes over: persistent
 programs (a few per SM), each walking its rows in chunks, one chunk loaded ahead. The first
-pass keeps a running max and sum per lane (no reductions inside the loop) and loads with
-`evict_last`; the second pass walks the chunks backwards, so it starts on the ones read last,
-which are the likeliest still in L2, and writes the output. While the rows in flight fit in L2
-(N x element size x programs, e.g. 132 x 128 KB for bf16 N = 65536 on an H100), the second read
-costs little HBM traffic; wider rows pay a third pass over HBM.
+pass keeps a running max and sum per lane (no reductions inside the loop, one exponential per
+element) and loads with `evict_last`; the second pass walks the chunks backwards, so it starts
+on the ones read last, which are the likeliest still in L2, and writes the output.
+
+The second read is cheap only while the rows in flight fit in L2. Wide rows are therefore
+shared: `split` gives each row to 1 to 8 programs, each owning a contiguous segment, so that
+the rows in flight take at most half the L2 (an H100 with 132 programs: bf16 rows of 256K
+columns go 4 programs a row, 33 rows, 17 MB in flight). The programs of a row exchange their
+segments' (max, sum) through global memory and an arrival counter between the two passes;
+they are co-resident (one persistent grid), so none waits on a program that cannot start.
+The interpreter runs programs one at a time, so there each row has one program.
 
 Both read any row and column strides in place; the output is dense. Math in fp32 (exp2 of
 log2-scaled inputs), one rounding on the way out.
@@ -50,7 +56,6 @@ def _softmax_kernel(x_ptr, y_ptr, n_cols, stride_xm, stride_xn, stride_ym, BLOCK
 _ONLINE_CONFIGS = [
     triton.Config({"BLOCK": b, "OCC": occ}, num_warps=w)
     for b, w, occ in (
-        (2048, 8, 1),
         (2048, 8, 2),
         (4096, 8, 1),
         (4096, 8, 2),
@@ -58,69 +63,104 @@ _ONLINE_CONFIGS = [
         (8192, 16, 1),
     )
 ]
+_FLOOR = tl.constexpr(-3.0e38)
+"""The running max's start: finite, so -inf inputs need no guard against -inf - (-inf)."""
+
+
+@triton.jit
+def _exchange(part_ptr, count_ptr, row, member, m, s, SPLIT: tl.constexpr):
+    """The row's (max, sum of exp2(x - max)) from the SPLIT programs that share it. Each one
+    publishes its segment's pair, counts itself in, and waits for the rest of its generation
+    (counts only grow, so reruns on the same counters, as the autotuner makes, stay correct)."""
+    slot = part_ptr + row * (2 * SPLIT)
+    tl.store(slot + member, m)
+    tl.store(slot + SPLIT + member, s)
+    tl.debug_barrier()  # every thread's stores precede the release
+    arrived = tl.atomic_add(count_ptr + row, 1, sem="release") + 1
+    everyone = tl.cdiv(arrived, SPLIT) * SPLIT
+    while arrived < everyone:
+        arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire")
+    ms = tl.load(slot + tl.arange(0, SPLIT), volatile=True)
+    ss = tl.load(slot + SPLIT + tl.arange(0, SPLIT), volatile=True)
+    row_max = tl.max(ms, axis=0)
+    return row_max, tl.sum(ss * tl.exp2(ms - row_max), axis=0)
 
 
 @triton.autotune(
     configs=autotune_configs(_ONLINE_CONFIGS, triton.Config({"BLOCK": 512, "OCC": 1}, num_warps=4)),
-    key=["n_cols"],  # the dtype joins the key by itself
+    key=["n_cols"],  # the dtype joins the key by itself; SPLIT follows from both
 )
 @triton.jit
 def _softmax_online_kernel(
     x_ptr,
     y_ptr,
+    part_ptr,
+    count_ptr,
     n_rows,
     n_cols,
     stride_xm,
     stride_xn,
     stride_ym,
+    SPLIT: tl.constexpr,  # programs per row
     BLOCK: tl.constexpr,
     OCC: tl.constexpr,  # programs per SM, read by the grid function only
 ):
-    n_chunks = tl.cdiv(n_cols, BLOCK)
+    member = tl.program_id(0) % SPLIT
+    seg = tl.cdiv(tl.cdiv(n_cols, SPLIT), BLOCK) * BLOCK
+    lo = member * seg
+    end = tl.minimum(lo + seg, n_cols)
+    n_chunks = tl.cdiv(end - lo, BLOCK)  # <= 0 for a member past a narrow row's end
     lanes = tl.arange(0, BLOCK)
-    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
+    for row in tl.range(tl.program_id(0) // SPLIT, n_rows, tl.num_programs(0) // SPLIT):
         x_row = x_ptr + tl.cast(row, tl.int64) * stride_xm
         y_row = y_ptr + tl.cast(row, tl.int64) * stride_ym
-        # Pass 1, front to back. Each step loads the next chunk before using this one, so two
-        # chunks are in flight per program (Triton does not pipeline loads outside tl.dot loops).
-        m = tl.full([BLOCK], -float("inf"), tl.float32)
+        # Pass 1, front to back, with the next chunk loaded before this one is used (Triton
+        # pipelines no loads outside tl.dot loops). Per lane, a running max m and the sum s of
+        # exp2(x - m): of the two exponentials an update needs one is exp2(0), so one is taken.
+        m = tl.full([BLOCK], _FLOOR, tl.float32)
         s = tl.zeros([BLOCK], tl.float32)
+        cols = lo + lanes
         ahead = tl.load(
-            x_row + lanes * stride_xn,
-            mask=lanes < n_cols,
+            x_row + cols * stride_xn,
+            mask=cols < end,
             other=-float("inf"),
             eviction_policy="evict_last",
         )
-        for c in range(n_chunks):
+        for _ in range(n_chunks):
             x = ahead.to(tl.float32) * _LOG2E
-            cols = (c + 1) * BLOCK + lanes
+            cols += BLOCK
             ahead = tl.load(
                 x_row + cols * stride_xn,
-                mask=cols < n_cols,
+                mask=cols < end,
                 other=-float("inf"),
                 eviction_policy="evict_last",
             )
-            m_new = tl.maximum(m, x)
-            shift = tl.where(m_new == -float("inf"), 0.0, m_new)  # lanes that saw only -inf
-            s = s * tl.exp2(m - shift) + tl.exp2(x - shift)
-            m = m_new
+            e = tl.exp2(-tl.abs(x - m))
+            s = tl.where(x > m, s * e + 1.0, s + e)
+            m = tl.maximum(m, x)
         row_max = tl.max(m, axis=0)
-        shift = tl.where(m == -float("inf"), 0.0, m - row_max)
-        inv_sum = 1.0 / tl.sum(s * tl.exp2(shift), axis=0)
+        total = tl.sum(s * tl.exp2(m - row_max), axis=0)
+        if SPLIT > 1:
+            row_max, total = _exchange(part_ptr, count_ptr, row, member, row_max, total, SPLIT)
+        inv_sum = 1.0 / total
         # Pass 2, back to front: the chunks read last are the likeliest still in L2.
-        cols = (n_chunks - 1) * BLOCK + lanes
-        ahead = tl.load(x_row + cols * stride_xn, mask=cols < n_cols, eviction_policy="evict_first")
+        cols = lo + (n_chunks - 1) * BLOCK + lanes
+        ahead = tl.load(
+            x_row + cols * stride_xn,
+            mask=(cols >= lo) & (cols < end),
+            eviction_policy="evict_first",
+        )
         for _ in range(n_chunks):
             x = ahead.to(tl.float32) * _LOG2E
             out_cols = cols
             cols -= BLOCK
             ahead = tl.load(
                 x_row + cols * stride_xn,
-                mask=(cols >= 0) & (cols < n_cols),
+                mask=(cols >= lo) & (cols < end),
                 eviction_policy="evict_first",
             )
             y = tl.exp2(x - row_max) * inv_sum
-            tl.store(y_row + out_cols, y.to(y_ptr.dtype.element_ty), mask=out_cols < n_cols)
+            tl.store(y_row + out_cols, y.to(y_ptr.dtype.element_ty), mask=out_cols < end)
 
 
 def _rows(x: torch.Tensor) -> torch.Tensor:
@@ -143,20 +183,36 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     return y
 
 
+def split(n_cols: int, elem_bytes: int, programs: int, l2_bytes: float) -> int:
+    """Programs per row: the fewest (a power of two, at most 8) that keep the rows in flight
+    within half the L2, so that pass 2 reads them back from there rather than from HBM."""
+    n = 1
+    while n < 8 and programs / n * n_cols * elem_bytes > l2_bytes / 2:
+        n *= 2
+    return n
+
+
 def softmax_online(x: torch.Tensor) -> torch.Tensor:
     """softmax(x, dim=-1) in two passes over each row; for rows of any width."""
     rows = _rows(x)
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     n_rows, n_cols = rows.shape
     if y.numel():
-        # The interpreter gets a few programs, so each walks several rows.
-        sms = torch.cuda.get_device_properties(x.device).multi_processor_count if x.is_cuda else 4
+        if x.is_cuda:
+            props = torch.cuda.get_device_properties(x.device)
+            sms = props.multi_processor_count
+            n = split(n_cols, x.element_size(), sms, props.L2_cache_size)
+        else:  # the interpreter runs programs one after another: a few, none waiting on another
+            sms, n = 4, 1
+        # Where programs share rows, their (max, sum) pairs and arrival counts; else unused.
+        part = torch.empty(n_rows * 2 * n, dtype=torch.float32, device=x.device) if n > 1 else y
+        count = torch.zeros(n_rows, dtype=torch.int32, device=x.device) if n > 1 else y
 
         def grid(meta: dict) -> tuple[int]:
-            return (min(n_rows, sms * meta["OCC"]),)
+            return (min(n_rows, max(1, sms * meta["OCC"] // n)) * n,)
 
         _softmax_online_kernel[grid](
-            rows, y, n_rows, n_cols, rows.stride(0), rows.stride(1), n_cols
+            rows, y, part, count, n_rows, n_cols, rows.stride(0), rows.stride(1), n_cols, SPLIT=n
         )
     return y
 
