@@ -84,6 +84,8 @@ def test_bad_arguments_are_refused_before_anything_runs(device, monkeypatch, cap
     assert "not both" in capsys.readouterr().err
     assert main(["bench", "vector_add", "--resume"]) == 2
     assert "--resume goes with --all" in capsys.readouterr().err
+    assert main(["bench", "vector_add", "--redo", "vector_add"]) == 2
+    assert "--redo picks kernels" in capsys.readouterr().err
     assert not _reports.exists()
 
 
@@ -261,6 +263,9 @@ def test_resume_keeps_finished_kernels_and_drops_the_interrupted_one(tmp_path):
     benchreport.write(doc, tmp_path)
     assert _resumed(tmp_path)["kernels"] == kept["kernels"]
     assert _resumed(tmp_path / "absent")["kernels"] == []
+    again = _resumed(tmp_path, frozenset({names[0]}))
+    assert [k["name"] for k in again["kernels"]] == names[1:-1]
+    assert all(r["name"] != names[0] for r in again["records"])
     (tmp_path / "bench.json").write_text("{not json")
     with pytest.raises(WorkbenchError) as info:
         _resumed(tmp_path)

@@ -96,12 +96,15 @@ def new_doc() -> dict:
     }
 
 
-def resume(doc: dict) -> dict:
+def resume(doc: dict, redo: frozenset[str] = frozenset()) -> dict:
     """The finished part of a saved report: kernels whose check and bench both ended (well or
-    not), with their records; an interrupted kernel's partial records are dropped."""
+    not), with their records; an interrupted kernel's partial records are dropped, and so are
+    the kernels named in `redo`."""
     if doc.get("schema") != SCHEMA:
         raise ValueError(f"schema {doc.get('schema')!r}, expected {SCHEMA}")
-    kept = [k for k in doc["kernels"] if k.get("check") and k.get("bench")]
+    kept = [
+        k for k in doc["kernels"] if k.get("check") and k.get("bench") and k["name"] not in redo
+    ]
     names = {k["name"] for k in kept}
     return {
         **new_doc(),

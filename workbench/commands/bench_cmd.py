@@ -49,6 +49,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="with --all: keep the kernels --out's bench.json finished; run the rest",
     )
+    p.add_argument(
+        "--redo",
+        action="append",
+        metavar="NAME",
+        help="with --resume: run this kernel again even if it finished (repeatable)",
+    )
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per job (default 900)")
     add_path_option(p)
     add_json_option(p)
@@ -65,6 +71,12 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.resume and not args.all:
         raise fail("bad-arguments", "--resume goes with --all", "add --all, or drop --resume")
+    if args.redo and not args.resume:
+        raise fail(
+            "bad-arguments",
+            "--redo picks kernels to run again in a resumed report",
+            "add --all --resume, or drop --redo",
+        )
     if args.all and shapes:
         raise fail(
             "bad-arguments",
@@ -117,7 +129,14 @@ def _run_all(
     entries: list[KernelEntry], problems: list, params: dict, args: argparse.Namespace
 ) -> int:
     out = Path(args.out) if args.out else store.reports_dir() / "bench"
-    doc = _resumed(out) if args.resume else benchreport.new_doc()
+    unknown = set(args.redo or ()) - {e.name for e in entries}
+    if unknown:
+        raise fail(
+            "bad-arguments",
+            f"--redo names no kernel here: {', '.join(sorted(unknown))}",
+            "use names that `workbench list` shows",
+        )
+    doc = _resumed(out, frozenset(args.redo or ())) if args.resume else benchreport.new_doc()
     doc["problems"] = [p.to_dict() for p in problems]
     done = {k["name"] for k in doc["kernels"]}
     try:
@@ -150,10 +169,10 @@ def _run_all(
     return 0 if benchreport.is_clean(doc) else 1
 
 
-def _resumed(out: Path) -> dict:
+def _resumed(out: Path, redo: frozenset[str] = frozenset()) -> dict:
     path = out / "bench.json"
     try:
-        return benchreport.resume(json.loads(path.read_text()))
+        return benchreport.resume(json.loads(path.read_text()), redo)
     except FileNotFoundError:
         return benchreport.new_doc()
     except (OSError, ValueError, KeyError, TypeError) as exc:
