@@ -287,6 +287,7 @@ def test_one_kernel_run_updates_its_rows_and_keeps_the_rest(tmp_path):
     merged = _merged(tmp_path, fresh)
     assert [k["name"] for k in merged["kernels"]] == [k["name"] for k in saved["kernels"]]
     assert merged["kernels"][0]["file"] == "k.py"
+    assert merged["kernels"][0]["check"] == saved["kernels"][0]["check"]  # kept: none ran now
     assert len(merged["records"]) == len(saved["records"])  # one row replaced, none added
     assert merged["records"] == [redone, *saved["records"][1:]]  # in place
     new_kernel = {**fresh, "kernels": [{**fresh["kernels"][0], "name": "new"}], "records": []}

@@ -118,12 +118,16 @@ def resume(doc: dict, redo: frozenset[str] = frozenset()) -> dict:
 def merge(saved: dict, fresh: dict) -> dict:
     """A saved report updated with a fresh run: the fresh run's kernels and records replace those
     of the same name (records: name, shape and dtype) in place, new ones join their kernel's
-    rows, and everything else saved stays. Both must come from the same device."""
+    rows, and everything else saved stays, a kernel's last full check included. Both must come
+    from the same device."""
     if saved.get("schema") != SCHEMA:
         raise ValueError(f"schema {saved.get('schema')!r}, expected {SCHEMA}")
     if saved.get("device") and fresh.get("device") and saved["device"] != fresh["device"]:
         raise ValueError(f"it was measured on {saved['device']}, this run on {fresh['device']}")
-    kernels = {k["name"]: k for k in saved["kernels"]} | {k["name"]: k for k in fresh["kernels"]}
+    kernels = {k["name"]: k for k in saved["kernels"]}
+    for k in fresh["kernels"]:  # a lone bench runs no full check: the last one stays
+        old = kernels.get(k["name"], {})
+        kernels[k["name"]] = {**k, "check": k.get("check") or old.get("check")}
 
     def key(r: dict) -> tuple:
         return r["name"], tuple(r["shape"]), r["dtype"]
