@@ -7,13 +7,12 @@ pass keeps a running max and sum per lane (no reductions inside the loop, one ex
 element) and loads with `evict_last`; the second pass walks the chunks backwards, so it starts
 on the ones read last, which are the likeliest still in L2, and writes the output.
 
-The second read is cheap only while the rows in flight fit in L2. Wide rows are therefore
-shared: `split` gives each row to 1 to 8 programs, each owning a contiguous segment, so that
-the rows in flight take at most half the L2 (an H100 with 132 programs: bf16 rows of 256K
-columns go 4 programs a row, 33 rows, 17 MB in flight). The programs of a row exchange their
-segments' (max, sum) through global memory and an arrival counter between the two passes;
-they are co-resident (one persistent grid), so none waits on a program that cannot start.
-The interpreter runs programs one at a time, so there each row has one program.
+The second read is cheap only while the rows in flight fit in L2. Wide rows can therefore be
+shared: with SPLIT > 1 (an autotune choice, so the GPU decides) a row goes to SPLIT programs,
+each owning a contiguous segment, and the rows in flight shrink by that factor. The programs of
+a row exchange their segments' (max, sum) through global memory and an arrival counter between
+the two passes; they belong to one persistent grid, so none waits on a program that cannot
+start. The interpreter runs programs one at a time, so there each row has one program.
 
 Both read any row and column strides in place; the output is dense. Math in fp32 (exp2 of
 log2-scaled inputs), one rounding on the way out.
@@ -53,15 +52,11 @@ def _softmax_kernel(x_ptr, y_ptr, n_cols, stride_xm, stride_xn, stride_ym, BLOCK
     tl.store(y_ptr + row * stride_ym + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+_MAX_SPLIT = 4
 _ONLINE_CONFIGS = [
-    triton.Config({"BLOCK": b, "OCC": occ, "STAGES": st}, num_warps=w)
-    for b, w, occ, st in (
-        (2048, 4, 2, 4),
-        (2048, 8, 2, 4),
-        (4096, 8, 1, 4),
-        (4096, 8, 2, 3),
-        (8192, 16, 1, 3),
-    )
+    triton.Config({"BLOCK": b, "OCC": occ, "STAGES": st, "SPLIT": split}, num_warps=w)
+    for b, w, occ, st in ((2048, 8, 2, 4), (4096, 8, 1, 4), (4096, 8, 2, 3), (8192, 16, 1, 3))
+    for split in (1, 2, _MAX_SPLIT)
 ]
 _FLOOR = tl.constexpr(-3.0e38)
 """The running max's start: finite, so -inf inputs need no guard against -inf - (-inf)."""
@@ -88,9 +83,10 @@ def _exchange(part_ptr, count_ptr, row, member, m, s, SPLIT: tl.constexpr):
 
 @triton.autotune(
     configs=autotune_configs(
-        _ONLINE_CONFIGS, triton.Config({"BLOCK": 512, "OCC": 1, "STAGES": 1}, num_warps=4)
+        _ONLINE_CONFIGS,
+        triton.Config({"BLOCK": 512, "OCC": 1, "STAGES": 1, "SPLIT": 1}, num_warps=4),
     ),
-    key=["n_cols"],  # the dtype joins the key by itself; SPLIT follows from both
+    key=["n_cols"],  # the dtype joins the key by itself
 )
 @triton.jit
 def _softmax_online_kernel(
@@ -103,10 +99,10 @@ def _softmax_online_kernel(
     stride_xm,
     stride_xn,
     stride_ym,
-    SPLIT: tl.constexpr,  # programs per row
     BLOCK: tl.constexpr,
     OCC: tl.constexpr,  # programs per SM, read by the grid function only
     STAGES: tl.constexpr,
+    SPLIT: tl.constexpr,  # programs per row
 ):
     member = tl.program_id(0) % SPLIT
     seg = tl.cdiv(tl.cdiv(n_cols, SPLIT), BLOCK) * BLOCK
@@ -169,36 +165,23 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     return y
 
 
-def split(n_cols: int, elem_bytes: int, programs: int, l2_bytes: float) -> int:
-    """Programs per row: the fewest (a power of two, at most 8) that keep the rows in flight
-    within half the L2, so that pass 2 reads them back from there rather than from HBM."""
-    n = 1
-    while n < 8 and programs / n * n_cols * elem_bytes > l2_bytes / 2:
-        n *= 2
-    return n
-
-
 def softmax_online(x: torch.Tensor) -> torch.Tensor:
     """softmax(x, dim=-1) in two passes over each row; for rows of any width."""
     rows = _rows(x)
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     n_rows, n_cols = rows.shape
     if y.numel():
-        if x.is_cuda:
-            props = torch.cuda.get_device_properties(x.device)
-            sms = props.multi_processor_count
-            n = split(n_cols, x.element_size(), sms, props.L2_cache_size)
-        else:  # the interpreter runs programs one after another: a few, none waiting on another
-            sms, n = 4, 1
-        # Where programs share rows, their (max, sum) pairs and arrival counts; else unused.
-        part = torch.empty(n_rows * 2 * n, dtype=torch.float32, device=x.device) if n > 1 else y
-        count = torch.zeros(n_rows, dtype=torch.int32, device=x.device) if n > 1 else y
+        # The interpreter gets a few programs, so each walks several rows.
+        sms = torch.cuda.get_device_properties(x.device).multi_processor_count if x.is_cuda else 4
+        # Where programs share rows (SPLIT > 1): their (max, sum) pairs and arrival counts.
+        part = torch.empty(n_rows * 2 * _MAX_SPLIT, dtype=torch.float32, device=x.device)
+        count = torch.zeros(n_rows, dtype=torch.int32, device=x.device)
 
         def grid(meta: dict) -> tuple[int]:
-            return (min(n_rows, max(1, sms * meta["OCC"] // n)) * n,)
+            return (min(n_rows, max(1, sms * meta["OCC"] // meta["SPLIT"])) * meta["SPLIT"],)
 
         _softmax_online_kernel[grid](
-            rows, y, part, count, n_rows, n_cols, rows.stride(0), rows.stride(1), n_cols, SPLIT=n
+            rows, y, part, count, n_rows, n_cols, rows.stride(0), rows.stride(1), n_cols
         )
     return y
 

@@ -154,21 +154,3 @@ def test_dropout_stream_and_bad_arguments():
         kind, cause, remedy = out[name]  # a clear message, not a crash inside the kernel
         assert kind == "bad-argument" and cause and remedy, name
     assert "998" in out["bias"][1] and "[0, 1)" in out["p1"][1]
-
-
-@pytest.mark.parametrize(
-    ("n_cols", "elem_bytes", "programs", "expected"),
-    [
-        (65536, 2, 132, 1),  # 17 MB of bf16 rows in flight: under half of 50 MB
-        (262144, 2, 132, 4),  # 68 MB alone, 17 MB shared four ways
-        (65536, 4, 132, 2),
-        (262144, 4, 264, 8),  # as many as it may, even if still above the budget
-        (1000, 2, 4, 1),
-    ],
-)
-def test_wide_rows_are_shared_until_the_rows_in_flight_fit_half_the_l2(
-    n_cols, elem_bytes, programs, expected
-):
-    from kernels.softmax import split
-
-    assert split(n_cols, elem_bytes, programs, 50 * 2**20) == expected
