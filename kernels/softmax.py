@@ -52,11 +52,11 @@ def _softmax_kernel(x_ptr, y_ptr, n_cols, stride_xm, stride_xn, stride_ym, BLOCK
     tl.store(y_ptr + row * stride_ym + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-_MAX_SPLIT = 4
+_MAX_SPLIT = tl.constexpr(4)
 _ONLINE_CONFIGS = [
     triton.Config({"BLOCK": b, "OCC": occ, "STAGES": st, "SPLIT": split}, num_warps=w)
     for b, w, occ, st in ((2048, 8, 2, 4), (4096, 8, 1, 4), (4096, 8, 2, 3), (8192, 16, 1, 3))
-    for split in (1, 2, _MAX_SPLIT)
+    for split in (1, 2, 4)
 ]
 _FLOOR = tl.constexpr(-3.0e38)
 """The running max's start: finite, so -inf inputs need no guard against -inf - (-inf)."""
@@ -65,14 +65,18 @@ _FLOOR = tl.constexpr(-3.0e38)
 @triton.jit
 def _exchange(part_ptr, count_ptr, row, member, m, s, SPLIT: tl.constexpr):
     """The row's (max, sum of exp2(x - max)) from the SPLIT programs that share it. Each one
-    publishes its segment's pair, counts itself in, and waits for the rest of its generation
-    (counts only grow, so reruns on the same counters, as the autotuner makes, stay correct)."""
+    publishes its segment's pair, counts itself in, and waits for the rest of its launch. The
+    counters are never reset: every launch adds _MAX_SPLIT to a row's count whatever its SPLIT
+    (each program adds _MAX_SPLIT // SPLIT), so a launch waits for the next multiple of
+    _MAX_SPLIT, even after launches with another SPLIT on the same counters, as the autotuner
+    makes."""
     slot = part_ptr + row * (2 * SPLIT)
     tl.store(slot + member, m)
     tl.store(slot + SPLIT + member, s)
     tl.debug_barrier()  # every thread's stores precede the release
-    arrived = tl.atomic_add(count_ptr + row, 1, sem="release") + 1
-    everyone = tl.cdiv(arrived, SPLIT) * SPLIT
+    arrived = tl.atomic_add(count_ptr + row, _MAX_SPLIT // SPLIT, sem="release")
+    arrived += _MAX_SPLIT // SPLIT
+    everyone = tl.cdiv(arrived, _MAX_SPLIT) * _MAX_SPLIT
     while arrived < everyone:
         arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire")
     ms = tl.load(slot + tl.arange(0, SPLIT), volatile=True)
@@ -174,7 +178,7 @@ def softmax_online(x: torch.Tensor) -> torch.Tensor:
         # The interpreter gets a few programs, so each walks several rows.
         sms = torch.cuda.get_device_properties(x.device).multi_processor_count if x.is_cuda else 4
         # Where programs share rows (SPLIT > 1): their (max, sum) pairs and arrival counts.
-        part = torch.empty(n_rows * 2 * _MAX_SPLIT, dtype=torch.float32, device=x.device)
+        part = torch.empty(n_rows * 2 * _MAX_SPLIT.value, dtype=torch.float32, device=x.device)
         count = torch.zeros(n_rows, dtype=torch.int32, device=x.device)
 
         def grid(meta: dict) -> tuple[int]:
