@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from workbench import benchreport, jobs, machine, store
@@ -170,34 +171,38 @@ def _run_all(
 
 
 def _resumed(out: Path, redo: frozenset[str] = frozenset()) -> dict:
-    path = out / "bench.json"
-    try:
-        return benchreport.resume(json.loads(path.read_text()), redo)
-    except FileNotFoundError:
-        return benchreport.new_doc()
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise fail(
-            "bad-report",
-            f"cannot resume from {path}: {exc}",
-            "move that file away (or drop --resume) to start the report afresh",
-            file=str(path),
-        ) from exc
+    return _with_saved(
+        out,
+        lambda saved: benchreport.resume(saved, redo),
+        benchreport.new_doc(),
+        "resume from",
+        "move that file away (or drop --resume) to start the report afresh",
+    )
 
 
 def _merged(out: Path, doc: dict) -> dict:
     """doc joined to the report already in out (one kernel's rows replaced, the rest kept)."""
+    return _with_saved(
+        out,
+        lambda saved: benchreport.merge(saved, doc),
+        doc,
+        "update",
+        "choose another --out, or move that file away to start a new report",
+    )
+
+
+def _with_saved(
+    out: Path, use: Callable[[dict], dict], missing: dict, action: str, remedy: str
+) -> dict:
+    """use(the report saved in out), or `missing` where there is none; a report that cannot be
+    read or used is a bad-report problem."""
     path = out / "bench.json"
     try:
-        return benchreport.merge(json.loads(path.read_text()), doc)
+        return use(json.loads(path.read_text()))
     except FileNotFoundError:
-        return doc
+        return missing
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise fail(
-            "bad-report",
-            f"cannot update {path}: {exc}",
-            "choose another --out, or move that file away to start a new report",
-            file=str(path),
-        ) from exc
+        raise fail("bad-report", f"cannot {action} {path}: {exc}", remedy, file=str(path)) from exc
 
 
 def _add_kernel(doc: dict, entry: KernelEntry) -> dict:
