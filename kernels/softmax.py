@@ -56,7 +56,7 @@ _MAX_SPLIT = tl.constexpr(4)
 _ONLINE_CONFIGS = [
     triton.Config({"BLOCK": b, "OCC": occ, "SPLIT": split}, num_warps=w)
     for b, w, occ in ((2048, 8, 2), (4096, 8, 1), (4096, 8, 2), (4096, 16, 1), (8192, 16, 1))
-    for split in (1, 2, 4)
+    for split in (1, 2, _MAX_SPLIT.value)
 ]
 _FLOOR = tl.constexpr(-3.0e38)
 """The running max's start: finite, so -inf inputs need no guard against -inf - (-inf)."""
