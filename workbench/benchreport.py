@@ -209,7 +209,8 @@ def markdown(doc: dict) -> str:
         "Times are medians of `triton.testing.do_bench` (L2 flushed before every call; random "
         "inputs, rotated among several sets when they fit in L2), after a correctness check at "
         "the same shape. roofline = floor / time, where floor = max(bytes / copy bandwidth, "
-        "FLOPs / matmul rate) with the measured ceilings above; bound names the larger term. "
+        "FLOPs / matmul rate) with the ceilings measured in the row's own run (above: the "
+        "latest, where several runs updated the report); bound names the larger term. "
         "`vs torch` and `vs compile` are the eager and `torch.compile`d reference's time over the "
         "kernel's (above 1: the kernel is faster); `torch.compile` runs with static shapes "
         "in its default mode unless a note names another.",
