@@ -29,7 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
-from workbench.errors import fail
+from workbench.runtime.errors import fail
 
 PHILOX_ROUNDS = tl.constexpr(10)
 

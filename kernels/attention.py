@@ -18,9 +18,9 @@ import torch
 import triton
 import triton.language as tl
 
-from workbench import compat
-from workbench.errors import fail
-from workbench.spec import MATMUL_TOLERANCES, KernelSpec
+from workbench.catalog.spec import MATMUL_TOLERANCES, KernelSpec
+from workbench.runtime import compat
+from workbench.runtime.errors import fail
 
 LOG2E = 1.4426950408889634
 

@@ -36,9 +36,9 @@ import triton
 import triton.language as tl
 
 from kernels import _dropout
-from workbench.compat import autotune_configs
-from workbench.errors import fail
-from workbench.spec import KernelSpec
+from workbench.catalog.spec import KernelSpec
+from workbench.runtime.compat import autotune_configs
+from workbench.runtime.errors import fail
 
 # x * sigmoid(2z) = x / (1 + 2^(-2z log2 e)), z = sqrt(2/pi) (x + 0.044715 x^3)
 _TANH_A = tl.constexpr(-2.0 * math.sqrt(2.0 / math.pi) * math.log2(math.e))

@@ -9,7 +9,7 @@ import torch
 import triton
 import triton.language as tl
 
-from workbench.compat import autotune_configs
+from workbench.runtime.compat import autotune_configs
 
 
 @triton.autotune(

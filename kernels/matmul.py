@@ -17,9 +17,9 @@ import torch
 import triton
 import triton.language as tl
 
-from workbench import compat
-from workbench.errors import fail
-from workbench.spec import MATMUL_TOLERANCES, KernelSpec
+from workbench.catalog.spec import MATMUL_TOLERANCES, KernelSpec
+from workbench.runtime import compat
+from workbench.runtime.errors import fail
 
 # tanh-GELU = 0.5 x (1 + tanh(u)) = x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3).
 # With exp2: x / (1 + 2^(-(A x + B x^3))), A = 2 sqrt(2/pi) log2(e), B = 0.044715 A.

@@ -27,9 +27,9 @@ import triton
 import triton.language as tl
 
 from kernels import _dropout
-from workbench.compat import autotune_configs
-from workbench.errors import fail
-from workbench.spec import KernelSpec, Tolerance
+from workbench.catalog.spec import KernelSpec, Tolerance
+from workbench.runtime.compat import autotune_configs
+from workbench.runtime.errors import fail
 
 MAX_FUSED_COLS = 16384
 _CHUNK = 4096

@@ -26,9 +26,9 @@ import torch
 import triton
 import triton.language as tl
 
-from workbench.compat import autotune_configs
-from workbench.errors import fail
-from workbench.spec import KernelSpec
+from workbench.catalog.spec import KernelSpec
+from workbench.runtime.compat import autotune_configs
+from workbench.runtime.errors import fail
 
 MAX_FUSED_COLS = 16384
 _LOG2E = tl.constexpr(math.log2(math.e))

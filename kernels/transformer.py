@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from kernels.attention import attention
 from kernels.matmul import matmul, matmul_bias_gelu
 from kernels.norms import add_dropout_layer_norm
-from workbench.spec import KernelSpec, Tolerance
+from workbench.catalog.spec import KernelSpec, Tolerance
 
 VOCAB = 1000
 NVTX_DOMAIN = "workbench"

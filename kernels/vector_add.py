@@ -6,7 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
-from workbench.spec import KernelSpec
+from workbench.catalog.spec import KernelSpec
 
 
 @triton.jit

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench import jobs
-from workbench.discovery import discover
+from workbench.catalog.discovery import discover
+from workbench.run import jobs
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

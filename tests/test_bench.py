@@ -12,11 +12,11 @@ import sys
 import pytest
 from conftest import FIXTURES, ROOT
 
-from workbench import benchreport
-from workbench.ceilings import Ceilings
-from workbench.cli import main
-from workbench.commands.bench_cmd import _merged, _resumed
-from workbench.errors import WorkbenchError
+from workbench.bench import report as benchreport
+from workbench.bench.ceilings import Ceilings
+from workbench.cli.bench import _merged, _resumed
+from workbench.cli.main import main
+from workbench.runtime.errors import WorkbenchError
 
 BENCH_FIXTURES = sorted(FIXTURES.glob("bench_*.json"))
 H100_VECTOR_ADD = FIXTURES / "bench_h100_vector_add.json"
@@ -27,7 +27,7 @@ H100_PARTIAL = FIXTURES / "bench_h100_partial.json"
 def _cli_in_child(argv: list[str], reports) -> tuple[dict, str]:  # type: ignore[no-untyped-def]
     """Run the CLI in a fresh interpreter; report its exit status and which heavy modules loaded."""
     code = (
-        "import sys, json; from workbench.cli import main; rc = main(sys.argv[1:]);"
+        "import sys, json; from workbench.cli.main import main; rc = main(sys.argv[1:]);"
         "heavy = sorted(m for m in ('torch', 'triton') if m in sys.modules);"
         "print(json.dumps({'rc': rc, 'heavy': heavy}))"
     )

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from workbench import check
-from workbench.check import CaseResult, boundary_block
-from workbench.spec import KernelSpec
+from workbench.catalog.spec import KernelSpec
+from workbench.check import job as check
+from workbench.check.job import CaseResult, boundary_block
 
 
 def _spec() -> KernelSpec:

@@ -11,10 +11,10 @@ import threading
 import pytest
 from conftest import FAULTY, ROOT, cli
 
-from workbench import jobs
-from workbench.discovery import discover
-from workbench.errors import WorkbenchError
-from workbench.store import Store
+from workbench.catalog.discovery import discover
+from workbench.run import jobs
+from workbench.run.store import Store
+from workbench.runtime.errors import WorkbenchError
 
 
 def check(name: str, timeout: float = 120.0, **params):
@@ -24,7 +24,7 @@ def check(name: str, timeout: float = 120.0, **params):
 
 def test_list_reads_sources_without_importing_torch():
     code = (
-        "import sys, json; from workbench.cli import main; main(['list', '--json']);"
+        "import sys, json; from workbench.cli.main import main; main(['list', '--json']);"
         "print(json.dumps(sorted(m for m in ('torch', 'triton') if m in sys.modules)))"
     )
     out = subprocess.run(
@@ -145,7 +145,7 @@ def test_unwritable_reports_keeps_the_result(tmp_path):
 
 def test_two_processes_writing_the_store_lose_nothing(_reports):
     code = (
-        "import sys, time; from workbench.store import RunRecord, Store\n"
+        "import sys, time; from workbench.run.store import RunRecord, Store\n"
         "for i in range(40):\n"
         "    Store().record(RunRecord(f'{sys.argv[1]}-{i}', 'check', 'k', None, {}, 'ok',"
         " time.time(), 0.1, 'h', 'cpu', None, {'i': i}, None, None))\n"

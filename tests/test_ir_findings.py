@@ -8,7 +8,7 @@ import ast
 import pytest
 from conftest import FIXTURES
 
-from workbench.findings import (
+from workbench.diagnosis.static import (
     Finding,
     constexpr_findings,
     drop_guarded,
@@ -17,7 +17,7 @@ from workbench.findings import (
     irregular_shapes,
     merge,
 )
-from workbench.sourcemap import map_mlir
+from workbench.ir.linemap import map_mlir
 
 SOURCE = FIXTURES / "ir_kernels" / "ir_small.py"
 LOAD_A, LOAD_B, FP16_DOT, STORE, IEEE_DOT, ATOMIC = 32, 33, 34, 35, 36, 38

@@ -8,8 +8,8 @@ import json
 import pytest
 from conftest import FIXTURES, ROOT
 
-from workbench.ir_diff import normalize, resource_changes, stage_diff
-from workbench.sourcemap import (
+from workbench.ir.diff import normalize, resource_changes, stage_diff
+from workbench.ir.linemap import (
     STAGES,
     SourceMap,
     fold,

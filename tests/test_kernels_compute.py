@@ -16,8 +16,8 @@ import textwrap
 import pytest
 from conftest import ROOT, check_all
 
-from workbench import jobs
-from workbench.errors import WorkbenchError
+from workbench.run import jobs
+from workbench.runtime.errors import WorkbenchError
 
 SPECS = ("matmul", "matmul_bias_gelu", "attention", "attention_causal")
 DTYPES = ["float32", "float16", "bfloat16"]
@@ -56,7 +56,7 @@ _TMA_SCRIPT = textwrap.dedent(
     import math, sys, torch, triton
     from triton.tools.tensor_descriptor import TensorDescriptor as TD
     from kernels import attention as at, matmul as mm
-    from workbench import compat
+    from workbench.runtime import compat
 
     compat.fix_interpreter_loop_bounds()  # what the worker does (Triton < 3.9, numpy >= 2.4)
     F = torch.nn.functional

@@ -18,7 +18,7 @@ import textwrap
 import pytest
 from conftest import ROOT, check_all
 
-from workbench import jobs
+from workbench.run import jobs
 
 SPECS = (
     "vector_add",
@@ -109,7 +109,7 @@ def test_dropout_stream_and_bad_arguments():
         """
         import json, torch
         from kernels import _dropout as D, gelu as G, norms as N, softmax as S
-        from workbench.errors import WorkbenchError
+        from workbench.runtime.errors import WorkbenchError
         torch.manual_seed(0)
         out = {}
         s1, s2 = torch.tensor([1234]), torch.tensor([1235])

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import cli
 
-from workbench import profile_findings, views
+from workbench.diagnosis import measured as profile_findings
 from workbench.profilers import ncureport, saved
+from workbench.views import rows as views
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

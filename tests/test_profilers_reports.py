@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, cli
 
-from workbench.errors import WorkbenchError
 from workbench.profilers import ncureport, nsys, session
+from workbench.runtime.errors import WorkbenchError
 
 
 @pytest.fixture(scope="module")

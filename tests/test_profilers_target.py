@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench import jobs
-from workbench.discovery import discover
+from workbench.catalog.discovery import discover
+from workbench.run import jobs
 
 ROOT = Path(__file__).parent.parent
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from workbench.errors import WorkbenchError
 from workbench.profilers import names, ncu, nsys, tools
 from workbench.profilers.launch import PLACEHOLDER, substitute
+from workbench.runtime.errors import WorkbenchError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -102,7 +102,7 @@ def test_kernel_names_from_source(tmp_path):
     src = tmp_path / "k.py"
     src.write_text(
         "import triton\n"
-        "from workbench.spec import KernelSpec\n"
+        "from workbench.catalog.spec import KernelSpec\n"
         "@triton.jit\n"
         "def _inner(x):\n    pass\n"
         "tuned = triton.autotune(configs=[], key=[])(_inner)\n"
@@ -174,7 +174,7 @@ def test_nsys_command_and_placeholder():
     cmd = nsys.command("/x/nsys")
     assert cmd[:4] == ["/x/nsys", "profile", "-t", "cuda,nvtx"]
     assert "--sample=none" in cmd and "--cpuctxsw=none" in cmd
-    child = ["python", "-m", "workbench.worker", "k", "--run-dir", "/runs/7"]
+    child = ["python", "-m", "workbench.run.worker", "k", "--run-dir", "/runs/7"]
     assert substitute(cmd + child)[cmd.index("-o") + 1] == "/runs/7/profile"
 
 

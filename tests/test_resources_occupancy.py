@@ -9,9 +9,9 @@ import json
 import pytest
 from conftest import FIXTURES
 
-from workbench.findings import occupancy_finding, spill_finding
-from workbench.occupancy import block_shared, occupancy, parse_arch
-from workbench.resources import agreement, parse_resource_usage, resources
+from workbench.diagnosis.static import occupancy_finding, spill_finding
+from workbench.ir.occupancy import block_shared, occupancy, parse_arch
+from workbench.ir.resources import agreement, parse_resource_usage, resources
 
 
 def test_register_limited_matmul_tile():

@@ -96,7 +96,7 @@ def _text(widget: Static) -> str:
 
 
 def _import(report: str) -> None:
-    from workbench.cli import main
+    from workbench.cli.main import main
 
     assert main(["profile", "--import", str(FIXTURES / report), "--json"]) == 0
 

@@ -9,7 +9,7 @@ import torch
 import triton
 import triton.language as tl
 
-from workbench.spec import MATMUL_TOLERANCES, KernelSpec
+from workbench.catalog.spec import MATMUL_TOLERANCES, KernelSpec
 
 TILE = {"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 32}
 

@@ -11,7 +11,7 @@ import torch
 import triton
 import triton.language as tl
 
-from workbench.spec import KernelSpec
+from workbench.catalog.spec import KernelSpec
 
 BLOCK = 256
 

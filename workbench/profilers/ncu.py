@@ -12,10 +12,10 @@ import difflib
 import subprocess
 from dataclasses import dataclass, field
 
-from workbench.errors import fail
 from workbench.profilers.launch import PLACEHOLDER
 from workbench.profilers.names import kernel_regex, nvtx_include
 from workbench.profilers.toolerrors import Filters
+from workbench.runtime.errors import fail
 
 REPORT_STEM = "profile"
 

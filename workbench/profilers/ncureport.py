@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench.errors import WorkbenchError
 from workbench.profilers import summary
 from workbench.profilers.names import DOMAIN
 from workbench.profilers.toolerrors import report_problem
+from workbench.runtime.errors import WorkbenchError
 
 if TYPE_CHECKING:
     import pandas as pd

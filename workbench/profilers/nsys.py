@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workbench.errors import WorkbenchError
 from workbench.profilers.launch import PLACEHOLDER
 from workbench.profilers.toolerrors import classify, report_problem
+from workbench.runtime.errors import WorkbenchError
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench import store
-from workbench.errors import WorkbenchError
+from workbench.run import store
+from workbench.runtime.errors import WorkbenchError
 
 PROFILE_KINDS = ("profile-target", "profile-import")
 """Store kinds whose run folder holds a profile.json: a profile run's child, an imported report."""

@@ -12,14 +12,14 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workbench import jobs, machine
-from workbench.discovery import KernelEntry
-from workbench.errors import Problem, WorkbenchError, fail
+from workbench.catalog.discovery import KernelEntry
 from workbench.profilers import ncu as ncu_cmd
 from workbench.profilers import nsys as nsys_cmd
 from workbench.profilers import tools
 from workbench.profilers.names import Config, jit_kernel_names, parse_config, range_name
 from workbench.profilers.toolerrors import Filters, classify, timeout_problem
+from workbench.run import jobs, machine
+from workbench.runtime.errors import Problem, WorkbenchError, fail
 
 TOOLS = ("ncu", "nsys")
 

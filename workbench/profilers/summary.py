@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from workbench import profile_findings
+from workbench.diagnosis import measured as profile_findings
 
 if TYPE_CHECKING:
     import pandas as pd

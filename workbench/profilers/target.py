@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from workbench.errors import fail
+from workbench.catalog.spec import KernelSpec
 from workbench.profilers.names import DOMAIN, Config, range_name
-from workbench.spec import KernelSpec
+from workbench.runtime.errors import fail
 
 
 def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
@@ -22,7 +22,7 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
     import nvtx
     import torch
 
-    from workbench import tensors
+    from workbench.runtime import tensors
 
     configs = [Config(tuple(c["shape"]), c.get("dtype")) for c in params.get("configs") or []]
     if not configs:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from workbench.errors import Problem
+from workbench.runtime.errors import Problem
 
 PERM_URL = (
     "https://developer.nvidia.com/nvidia-development-tools-solutions-"

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
 
-from workbench.errors import fail
+from workbench.runtime.errors import fail
 
 OPT_ROOT = Path("/opt/nvidia")
 ENV = {"ncu": "WORKBENCH_NCU", "nsys": "WORKBENCH_NSYS"}

@@ -1,8 +1,8 @@
 """The terminal UI: the kernel list; check, resources, IR and ncu profile of the selected kernel.
 
-Screens and widgets only: the catalog comes from `workbench.discovery`, work runs through
-`workbench.jobs` (profiles through `workbench.profilers.session`, as the CLI's) in a child
-process, rows come from `workbench.views`. Nothing here imports torch or triton, so the list
+Screens and widgets only: the catalog comes from `workbench.catalog.discovery`, work runs through
+`workbench.run.jobs` (profiles through `workbench.profilers.session`, as the CLI's) in a child
+process, rows come from `workbench.views.rows`. Nothing here imports torch or triton, so the list
 paints at once.
 """
 
@@ -30,11 +30,11 @@ from textual.widgets import (
     TextArea,
 )
 
-from workbench import jobs, machine
-from workbench.discovery import Catalog, KernelEntry, discover
-from workbench.errors import Problem, WorkbenchError
+from workbench.catalog.discovery import Catalog, KernelEntry, discover
 from workbench.profilers import saved
-from workbench.views import (
+from workbench.run import jobs, machine
+from workbench.runtime.errors import Problem, WorkbenchError
+from workbench.views.rows import (
     CHECK_HEADERS,
     KERNEL_HEADERS,
     LINE_HEADERS,

@@ -1,0 +1,261 @@
+"""Find kernel modules and read what they declare without importing them.
+
+Importing a kernel module imports torch and triton, which takes seconds; listing must not. So
+the catalog comes from the source: `KernelSpec(...)` calls with literal fields, or the three
+names of the kernel-writing contract (`kernel_fn`, `reference_fn`, `get_inputs`). Syntax errors
+and top-level imports of missing packages are found here too; anything else that breaks at
+import time is reported by the child process that imports the module (`workbench.catalog.loader`).
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import importlib.util
+import operator
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from pathlib import Path
+
+from workbench.runtime.errors import Problem, fail
+
+THREE_NAMES = ("kernel_fn", "reference_fn", "get_inputs")
+BUILTIN_KERNELS = Path(__file__).resolve().parents[2] / "kernels"
+
+
+@dataclass(frozen=True)
+class KernelEntry:
+    """A kernel as the source declares it."""
+
+    name: str
+    file: str
+    line: int
+    kind: str = "kernel"
+    contract: str = "spec"
+    """"spec" (a KernelSpec) or "three-name" (kernel_fn, reference_fn, get_inputs)."""
+    dtypes: tuple[str, ...] | None = None
+    """None when the inputs decide (three-name contract) or the source is not literal."""
+    shapes: dict[str, list[list[int]]] | None = None
+    description: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Catalog:
+    kernels: list[KernelEntry] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    def find(self, name: str) -> KernelEntry:
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        broken = [p for p in self.problems if p.file and Path(p.file).stem == name]
+        if broken:
+            raise fail(
+                "module-broken",
+                f"kernel {name!r} is in a module that does not load: {broken[0].cause}",
+                broken[0].remedy,
+                file=broken[0].file,
+                line=broken[0].line,
+            )
+        close = difflib.get_close_matches(name, [k.name for k in self.kernels], n=3)
+        hint = f"did you mean {', '.join(close)}? " if close else ""
+        raise fail(
+            "unknown-kernel",
+            f"no kernel named {name!r}",
+            f"{hint}run `python -m workbench list` to see the names; add a folder with --path",
+        )
+
+
+def search_roots(paths: Sequence[str] = ()) -> list[Path]:
+    """--path entries, else ./kernels when there is one, else the bundled kernel library."""
+    if paths:
+        return [Path(p).resolve() for p in paths]
+    local = Path.cwd() / "kernels"
+    return [local.resolve() if local.is_dir() else BUILTIN_KERNELS]
+
+
+def module_files(roots: Iterable[Path]) -> list[Path]:
+    files: list[Path] = []
+    for root in roots:
+        if root.is_file():
+            files.append(root)
+        elif root.is_dir():
+            files.extend(
+                p
+                for p in sorted(root.rglob("*.py"))
+                if not p.name.startswith(("_", "test_")) and "__pycache__" not in p.parts
+            )
+    return files
+
+
+def discover(paths: Sequence[str] = ()) -> Catalog:
+    catalog = Catalog()
+    roots = search_roots(paths)
+    for root in roots:
+        if not root.exists():
+            catalog.problems.append(
+                Problem("path-missing", f"{root} does not exist", "check the --path argument")
+            )
+    seen: dict[str, str] = {}
+    for path in module_files(roots):
+        entries, problems = scan_module(path)
+        catalog.problems.extend(problems)
+        for entry in entries:
+            if entry.name in seen:
+                catalog.problems.append(
+                    Problem(
+                        "duplicate-name",
+                        f"kernel name {entry.name!r} is declared in {seen[entry.name]} too",
+                        "give each KernelSpec a unique name",
+                        file=entry.file,
+                        line=entry.line,
+                    )
+                )
+                continue
+            seen[entry.name] = entry.file
+            catalog.kernels.append(entry)
+    return catalog
+
+
+def scan_module(path: Path) -> tuple[list[KernelEntry], list[Problem]]:
+    file = str(path)
+    try:
+        source = path.read_text()
+    except OSError as exc:
+        return [], [Problem("unreadable", f"cannot read {file}: {exc}", "check permissions")]
+    try:
+        tree = ast.parse(source, filename=file)
+    except SyntaxError as exc:
+        cause = f"syntax error: {exc.msg}"
+        return [], [Problem("syntax-error", cause, "fix the syntax", file=file, line=exc.lineno)]
+    problems = list(_missing_imports(tree, path))
+    if problems:
+        return [], problems
+    entries = [_entry(call, file) for call in _spec_calls(tree)]
+    if not entries and _defines_three_names(tree):
+        entries = [KernelEntry(name=path.stem, file=file, line=1, contract="three-name")]
+    return entries, []
+
+
+def _spec_calls(tree: ast.Module) -> Iterable[ast.Call]:
+    """KernelSpec(...) calls outside function bodies, in source order."""
+    stack: list[ast.AST] = list(reversed(tree.body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Call) and _callee(node) == "KernelSpec":
+            yield node
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def _callee(call: ast.Call) -> str:
+    f = call.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+
+
+_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.LShift: operator.lshift,
+    ast.Pow: operator.pow,
+}
+
+
+def _literal(node: ast.AST | None) -> object:
+    """The value of a literal, allowing integer arithmetic such as `1 << 28` or `32 * 1024`."""
+    try:
+        return _evaluate(node) if node is not None else None
+    except (ValueError, TypeError, KeyError, OverflowError, RecursionError):
+        return None
+
+
+def _evaluate(node: ast.AST) -> object:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return [_evaluate(e) for e in node.elts]
+    if isinstance(node, ast.Dict):
+        return {_evaluate(k): _evaluate(v) for k, v in zip(node.keys, node.values) if k}
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_evaluate(node.operand)  # type: ignore[operator]
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        left, right = _evaluate(node.left), _evaluate(node.right)
+        huge = isinstance(node.op, (ast.Pow, ast.LShift)) and right > 64  # type: ignore[operator]
+        if isinstance(left, int) and isinstance(right, int) and not huge:
+            return _OPS[type(node.op)](left, right)
+    raise ValueError("not a literal")
+
+
+def _entry(call: ast.Call, file: str) -> KernelEntry:
+    kw = {k.arg: k.value for k in call.keywords if k.arg}
+    name = _literal(kw.get("name")) or (_literal(call.args[0]) if call.args else None)
+    shapes = _literal(kw.get("shapes"))
+    dtypes = _literal(kw.get("dtypes"))
+    return KernelEntry(
+        name=str(name) if name else f"<unnamed at line {call.lineno}>",
+        file=file,
+        line=call.lineno,
+        kind=str(_literal(kw.get("kind")) or "kernel"),
+        dtypes=tuple(dtypes) if isinstance(dtypes, (tuple, list)) else None,
+        shapes=(
+            {str(k): [list(s) for s in v] for k, v in shapes.items()}
+            if isinstance(shapes, dict)
+            else None
+        ),
+        description=str(_literal(kw.get("description")) or ""),
+    )
+
+
+def _defines_three_names(tree: ast.Module) -> bool:
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.ImportFrom):
+            names.update(a.asname or a.name for a in node.names)
+    return all(n in names for n in THREE_NAMES)
+
+
+def _missing_imports(tree: ast.Module, path: Path) -> Iterable[Problem]:
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            mods = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            mods = [node.module]
+        else:
+            continue
+        for mod in mods:
+            top = mod.split(".")[0]
+            if not _importable(top, str(path.parent)):
+                yield Problem(
+                    "missing-package",
+                    f"imports {mod!r}, which is not installed",
+                    f"pip install the package that provides {top!r}, or remove the import",
+                    file=str(path),
+                    line=node.lineno,
+                )
+
+
+@cache
+def _importable(top: str, folder: str) -> bool:
+    if top in sys.builtin_module_names or top in sys.stdlib_module_names:
+        return True
+    local = os.path.join(folder, top)
+    if os.path.exists(local + ".py") or os.path.isdir(local):
+        return True
+    try:
+        return importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        return False

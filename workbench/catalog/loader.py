@@ -1,0 +1,117 @@
+"""Import kernel modules and hand back their KernelSpecs (child-process side: imports torch)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from workbench.catalog.discovery import THREE_NAMES, KernelEntry
+from workbench.catalog.spec import KernelSpec
+from workbench.runtime.errors import fail
+
+_loaded: dict[str, Any] = {}
+
+
+def import_module(file: str) -> Any:
+    """Import a kernel module from its path; any failure becomes a WorkbenchError with a line."""
+    if file in _loaded:
+        return _loaded[file]
+    path = Path(file).resolve()
+    folder = str(path.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)  # so the module's sibling imports resolve as they would for it
+    mod_name = f"workbench_kernels.{path.stem}_{abs(hash(str(path))):x}"
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    if spec is None or spec.loader is None:
+        raise fail("import-error", f"cannot import {path}", "is it a Python file?", file=str(path))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as exc:  # noqa: BLE001 - any failure at import is the user's to see
+        sys.modules.pop(mod_name, None)
+        line = _line_in(exc, str(path))
+        kind = "missing-package" if isinstance(exc, ModuleNotFoundError) else "import-error"
+        remedy = (
+            f"pip install the package that provides {exc.name!r}"
+            if isinstance(exc, ModuleNotFoundError)
+            else "fix the module so that importing it succeeds"
+        )
+        raise fail(
+            kind,
+            f"importing the module raised {type(exc).__name__}: {exc}",
+            remedy,
+            file=str(path),
+            line=line,
+            detail=traceback.format_exc(),
+        ) from exc
+    _loaded[file] = module
+    return module
+
+
+def _line_in(exc: BaseException, file: str) -> int | None:
+    if isinstance(exc, SyntaxError) and exc.filename == file:
+        return exc.lineno
+    line = None
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code.co_filename == file:
+            line = lineno
+    return line
+
+
+def module_specs(module: Any) -> list[KernelSpec]:
+    """Every KernelSpec at module level (also inside lists, tuples and dicts)."""
+    found: list[KernelSpec] = []
+    for value in vars(module).values():
+        items = value.values() if isinstance(value, dict) else value
+        for item in items if isinstance(items, (list, tuple, type({}.values()))) else [value]:
+            if isinstance(item, KernelSpec) and item not in found:
+                found.append(item)
+    if not found and all(hasattr(module, n) for n in THREE_NAMES):
+        found.append(three_name_spec(module, Path(module.__file__).stem))
+    return found
+
+
+def three_name_spec(module: Any, name: str) -> KernelSpec:
+    """Wrap NVIDIA's three-name contract: get_inputs() decides shape and dtype."""
+
+    def make_inputs(shape: Any, dtype: Any, device: str) -> tuple[Any, ...]:
+        from workbench.runtime.tensors import on_device
+
+        args = on_device(module.get_inputs, device)
+        return tuple(_cast_floating(a, dtype) for a in args) if dtype is not None else tuple(args)
+
+    return KernelSpec(
+        name=name,
+        kernel_fn=module.kernel_fn,
+        reference_fn=module.reference_fn,
+        make_inputs=make_inputs,
+        shapes={"check": [()], "bench": [()]},
+        dtypes=(),
+        description=(module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else "",
+    )
+
+
+def _cast_floating(arg: Any, dtype: Any) -> Any:
+    import torch
+
+    if isinstance(arg, torch.Tensor) and arg.is_floating_point():
+        return arg.to(dtype)
+    return arg
+
+
+def load_spec(entry: KernelEntry) -> KernelSpec:
+    module = import_module(entry.file)
+    for spec in module_specs(module):
+        if spec.name == entry.name:
+            return spec
+    raise fail(
+        "spec-missing",
+        f"{entry.file} declares {entry.name!r} but importing it gives no such KernelSpec",
+        "make the KernelSpec a module-level value (or in a module-level list)",
+        file=entry.file,
+        line=entry.line,
+    )

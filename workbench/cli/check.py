@@ -1,0 +1,64 @@
+"""`workbench check NAME`: the kernel against its PyTorch reference, case by case."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from workbench.catalog.discovery import discover
+from workbench.catalog.spec import DTYPES
+from workbench.cli.options import add_json_option, add_path_option
+from workbench.run import jobs
+from workbench.views.rows import CHECK_HEADERS, check_row, check_verdict
+from workbench.views.text import print_json, print_problem, table
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("check", help="check a kernel against its reference")
+    p.add_argument("name")
+    p.add_argument("--dtype", action="append", choices=DTYPES, help="repeatable; default: all")
+    p.add_argument("--shapes", action="append", metavar="SET", help="shape set(s) to run")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds (default 900)")
+    add_path_option(p)
+    add_json_option(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    entry = discover(args.path).find(args.name)
+    params = {"dtypes": args.dtype, "shape_sets": args.shapes}
+    job = jobs.Job("check", entry, params, timeout=args.timeout)
+    outcome = jobs.run_job(job, on_event=None if args.json else _progress)
+    return report(outcome, args.json)
+
+
+def _progress(event: dict) -> None:
+    if event.get("event") == "case":
+        c = event["case"]
+        print(
+            f"  {c['status']:<7} {c['dtype']:<9} {str(tuple(c['shape'])):<16} {c['layout']}",
+            file=sys.stderr,
+        )
+
+
+def report(outcome: jobs.Outcome, as_json: bool) -> int:
+    """Print a check outcome; the exit status says passed (0), failed (1), or could not run (2)."""
+    result = outcome.result
+    if as_json:
+        print_json(outcome.to_dict())
+    elif result:
+        print(table(CHECK_HEADERS, [check_row(c) for c in result["cases"]]))
+        print("\n" + check_verdict(result))
+    if outcome.problem and not as_json:
+        print_problem(outcome.problem)
+    if outcome.store_problem and not as_json:
+        print_problem(outcome.store_problem, prefix="not saved")
+    print(
+        f"run {outcome.run_id} ({outcome.seconds:.1f} s); artifacts in {outcome.run_dir}",
+        file=sys.stderr,
+    )
+    if not result:
+        return 2
+    if outcome.store_problem:
+        return 3
+    return 0 if result["correct"] else 1

@@ -1,0 +1,217 @@
+"""`workbench ir NAME`: a kernel's IR at every stage, for the GPU at hand or any arch.
+
+Artifacts (.ttir .ttgir .llir .ptx .cubin .sass) go to the run folder or --out. `--stage`
+prints one stage, `--line N` follows one Python line through every stage, `--diff OTHER`
+compares with another config (`K=V,...`) or another kernel (`NAME[:K=V,...]`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from workbench.bench.report import parse_shape
+from workbench.catalog.discovery import discover
+from workbench.catalog.spec import DTYPES
+from workbench.cli.options import add_json_option, add_path_option
+from workbench.ir.config import parse_config
+from workbench.ir.diff import resource_changes, stage_diff
+from workbench.ir.linemap import STAGES
+from workbench.ir.occupancy import parse_arch
+from workbench.run import jobs
+from workbench.views.text import fmt, print_json, print_problem, table
+
+ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90")
+SHOWN_PER_STAGE = 24
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ir", help="IR at every stage (TTIR to SASS), mapped to Python lines")
+    p.add_argument("name")
+    add_selection_options(p)
+    p.add_argument("--stage", choices=(*STAGES, "all"), default="all", help="stage to print")
+    p.add_argument("--out", metavar="DIR", help="write the artifacts here (default: run folder)")
+    p.add_argument("--line", type=int, metavar="N", help="follow kernel line N through stages")
+    p.add_argument(
+        "--diff",
+        metavar="OTHER",
+        help="compare with another config (K=V,...) or kernel (NAME or NAME:K=V,...)",
+    )
+    add_path_option(p)
+    add_json_option(p)
+    p.set_defaults(run=run)
+
+
+def add_selection_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", metavar="K=V,...", help="one config (default: every config)")
+    p.add_argument(
+        "--arch", choices=ARCHS, help="compile for this arch (default: the GPU, else sm_90)"
+    )
+    p.add_argument("--dtype", choices=DTYPES, help="input dtype (default: the kernel's first)")
+    p.add_argument(
+        "--shape",
+        help="input shape, e.g. 4x32x4096x128 (default: the first check shape)",
+    )
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds (default 900)")
+
+
+def ir_job(
+    args: argparse.Namespace, name: str, configs: list[str], stages: list[str], **extra: object
+) -> jobs.Outcome:
+    """Run the child job that compiles `name` (shared by `ir` and `resources`)."""
+    for text in configs:
+        parse_config(text)  # a malformed selector fails here, before any compile
+    entry = discover(args.path).find(name)
+    params = {
+        "file": entry.file,
+        "arch": parse_arch(args.arch) if args.arch else None,
+        "configs": configs,
+        "stages": stages,
+        "dtype": args.dtype,
+        "shape": list(parse_shape(args.shape)) if args.shape else None,
+        "out": os.path.abspath(args.out) if getattr(args, "out", None) else None,
+        **extra,
+    }
+    job = jobs.Job("ir", entry, params, timeout=args.timeout)
+    return jobs.run_job(job, on_event=None if args.json else _progress)
+
+
+def _progress(event: dict) -> None:
+    if event.get("event") == "variant":
+        v = event["variant"]
+        status = "error" if v.get("error") else "ok"
+        print(f"  {status:<6} {v['label']}", file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    stages = list(STAGES)
+    if args.diff:
+        return _run_diff(args, stages)
+    configs = [args.config] if args.config else []
+    outcome = ir_job(args, args.name, configs, stages)
+    result = outcome.result
+    if args.json:
+        print_json(outcome.to_dict())
+    elif result:
+        for variant in result["variants"]:
+            _show_variant(args, result, variant)
+    return finish(outcome, args.json)
+
+
+def finish(outcome: jobs.Outcome, as_json: bool) -> int:
+    if outcome.problem and not as_json:
+        print_problem(outcome.problem)
+    if outcome.store_problem and not as_json:
+        print_problem(outcome.store_problem, prefix="not saved")
+    where = (outcome.result or {}).get("out_dir") or outcome.run_dir
+    print(f"run {outcome.run_id} ({outcome.seconds:.1f} s); artifacts in {where}", file=sys.stderr)
+    if not outcome.result:
+        return 2
+    return 1 if any(v["error"] for v in outcome.result["variants"]) else 0
+
+
+def _show_variant(args: argparse.Namespace, result: dict, variant: dict) -> None:
+    head = f"{result['kernel']} [{variant['label']}] {result['arch']} ({result['mode']})"
+    print(head)
+    if variant["error"]:
+        print(f"  error: {variant['error']['cause']}\n  remedy: {variant['error']['remedy']}")
+        return
+    if args.line is not None:
+        _show_trail(variant, args.line)
+    elif args.stage != "all":
+        print(Path(variant["artifacts"][args.stage]).read_text())
+    else:
+        res = variant["resources"] or {}
+        rows = [(s, variant["line_counts"].get(s, "-"), p) for s, p in variant["artifacts"].items()]
+        print(table(("stage", "lines", "file"), rows))
+        occ = res.get("occupancy") or {}
+        print(
+            f"  {res.get('regs')} registers, {res.get('spill_bytes')} B spilled, "
+            f"{res.get('shared_bytes')} B shared, occupancy {fmt(occ.get('percent'))}% "
+            f"({occ.get('limiter', '-')}); `--line N` follows a line, `resources` explains"
+        )
+    print()
+
+
+def _show_trail(variant: dict, line: int) -> None:
+    file = variant["file"]
+    try:
+        source = Path(file).read_text().splitlines()[line - 1].strip()
+    except (OSError, IndexError):
+        source = ""
+    print(f"{os.path.basename(file)}:{line}  {source}")
+    for stage in STAGES:
+        ir_lines = ((variant["sourcemap"].get(stage) or {}).get(file) or {}).get(str(line), [])
+        path = variant["artifacts"].get(stage)
+        if not path:
+            continue
+        text = Path(path).read_text().splitlines()
+        print(f"  {stage}: {len(ir_lines)} line(s)")
+        for n in ir_lines[:SHOWN_PER_STAGE]:
+            print(f"    {n:>6} | {text[n - 1].strip()}")
+        if len(ir_lines) > SHOWN_PER_STAGE:
+            print(f"    ... {len(ir_lines) - SHOWN_PER_STAGE} more in {path}")
+
+
+def _run_diff(args: argparse.Namespace, stages: list[str]) -> int:
+    base = args.config or ""
+    if "=" in args.diff.split(":")[0]:
+        outcome = ir_job(args, args.name, [base, args.diff], stages)
+        outcomes = [outcome]
+        pair = (outcome.result or {}).get("variants", [])
+    else:
+        other, _, config = args.diff.partition(":")
+        outcomes = [ir_job(args, args.name, [base], stages), ir_job(args, other, [config], stages)]
+        pair = [v for o in outcomes for v in (o.result or {}).get("variants", [])]
+    if len(pair) != 2 or any(v["error"] for v in pair):
+        if args.json:
+            print_json({"runs": [o.to_dict() for o in outcomes]})
+        for o in outcomes:
+            finish(o, args.json)
+        for v in pair:
+            if v["error"] and not args.json:
+                print(f"{v['label']}: {v['error']['cause']}", file=sys.stderr)
+        return 2 if any(not o.result for o in outcomes) else 1
+    a, b = pair
+    diffs = [
+        stage_diff(
+            s,
+            Path(a["artifacts"][s]).read_text(),
+            Path(b["artifacts"][s]).read_text(),
+            a["label"],
+            b["label"],
+        )
+        for s in stages
+        if s in a["artifacts"] and s in b["artifacts"]
+    ]
+    changes = resource_changes(a["resources"], b["resources"])
+    if args.json:
+        print_json(
+            {
+                "a": {"kernel": outcomes[0].result["kernel"], "label": a["label"]},
+                "b": {"kernel": outcomes[-1].result["kernel"], "label": b["label"]},
+                "resources": [dict(zip(("field", "a", "b", "delta"), r)) for r in changes],
+                "stages": [d.to_dict(with_text=args.stage == d.stage) for d in diffs],
+                "runs": [o.run_id for o in outcomes],
+            }
+        )
+        return 0
+    print(f"a: {a['label']}\nb: {b['label']}\n")
+    print(
+        table(
+            ("resource", "a", "b", "b-a"), [(k, fmt(x), fmt(y), fmt(d)) for k, x, y, d in changes]
+        )
+    )
+    print()
+    print(
+        table(
+            ("stage", "lines a", "lines b", "+", "-"),
+            [(d.stage, d.lines_a, d.lines_b, d.added, d.removed) for d in diffs],
+        )
+    )
+    for d in diffs:
+        if args.stage == d.stage:
+            print(f"\n{d.text}" if d.text else f"\n{d.stage}: no difference")
+    return 0

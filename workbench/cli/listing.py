@@ -1,0 +1,42 @@
+"""`workbench list`: the kernels found, what they declare, and what this machine can do."""
+
+from __future__ import annotations
+
+import argparse
+
+from workbench.catalog.discovery import discover
+from workbench.cli.options import add_json_option, add_path_option
+from workbench.run import machine
+from workbench.views.rows import KERNEL_HEADERS, kernel_row
+from workbench.views.text import print_json, print_problem, table
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("list", help="list kernels (reads sources; imports nothing)")
+    add_path_option(p)
+    add_json_option(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    catalog = discover(args.path)
+    actions = machine.actions()
+    if args.json:
+        print_json(
+            {
+                "mode": machine.mode(),
+                "actions": actions,
+                "kernels": [k.to_dict() for k in catalog.kernels],
+                "problems": [p.to_dict() for p in catalog.problems],
+            }
+        )
+        return 0
+    print(table(KERNEL_HEADERS, [kernel_row(k) for k in catalog.kernels]))
+    can = [a for a, ok in actions.items() if ok]
+    cannot = [a for a, ok in actions.items() if not ok]
+    print(f"\nmode: {machine.mode()}; actions here: {', '.join(can)}")
+    if cannot:
+        print(f"need a GPU: {', '.join(cannot)}")
+    for problem in catalog.problems:
+        print_problem(problem, prefix="cannot load")
+    return 0

@@ -1,0 +1,325 @@
+"""Static findings: facts read from resources, IR text and kernel source, for the diagnosis.
+
+Every detector is a pure function of text or numbers. Ids follow the pitfall table's rows:
+register-spill, low-occupancy, accumulating-low-precision, fp32-dot-ieee,
+reduction-across-blocks, no-boundary-mask, forgot-constexpr, host-sync.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+
+from workbench.ir.linemap import Key, StageMap
+from workbench.ir.resources import Resources
+
+SEVERITIES = ("high", "medium", "low")
+PER_CONFIG = ("register-spill", "low-occupancy")
+"""Findings whose figures differ per config: never merged across configs."""
+OCCUPANCY_FLOOR = 50.0
+"""Theoretical occupancy (%) below which a finding is raised."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    title: str
+    severity: str
+    """high | medium | low."""
+    evidence: dict = field(hash=False, compare=False)
+    fix: str = ""
+    file: str | None = None
+    line: int | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Finding:
+        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
+
+
+# ---- resources -------------------------------------------------------------------------------
+
+
+def spill_finding(res: Resources, config: str, where: Key | None = None) -> Finding | None:
+    if res.spill_bytes <= 0:
+        return None
+    return Finding(
+        id="register-spill",
+        title=f"{res.spill_bytes} bytes/thread spilled to local memory ({res.regs} registers)",
+        severity="high",
+        evidence={
+            "config": config,
+            "arch": f"sm_{res.arch}",
+            "regs": res.regs,
+            "stack_bytes": res.stack_bytes,
+            "local_bytes": res.local_bytes,
+            "n_spills": res.n_spills,
+            "num_warps": res.num_warps,
+        },
+        fix="spread the tile over more warps (num_warps), use a smaller tile or fewer "
+        "accumulators, fewer num_stages, or cap registers with maxnreg",
+        file=where[0] if where else None,
+        line=where[1] if where else None,
+    )
+
+
+_OCCUPANCY_FIX = {
+    "registers": "fewer registers per thread: a smaller tile per warp, more warps, or maxnreg",
+    "shared memory": "less shared memory per block: fewer num_stages or smaller BLOCK_K tiles",
+    "warps": "fewer warps per block so more blocks fit (num_warps)",
+    "blocks": "more warps per block: the SM's block slots run out first",
+    "launch": "the block cannot run on this arch: cut registers, shared memory or warps",
+}
+
+
+def occupancy_finding(res: Resources, config: str, where: Key | None = None) -> Finding | None:
+    occ = res.occupancy
+    if occ is None or occ.percent >= OCCUPANCY_FLOOR:
+        return None
+    return Finding(
+        id="low-occupancy",
+        title=f"cannot launch on {occ.arch}: {occ.reason}"
+        if occ.limiter == "launch"
+        else f"theoretical occupancy {occ.percent:g}% ({occ.active_warps}/{occ.max_warps} "
+        f"warps), limited by {occ.limiter}",
+        severity="medium" if occ.blocks_per_sm else "high",
+        evidence={
+            "config": config,
+            "arch": occ.arch,
+            "percent": occ.percent,
+            "limiter": occ.limiter,
+            "block_limits": occ.block_limits,
+            "regs": res.regs,
+            "shared_bytes": res.shared_bytes,
+            "num_warps": res.num_warps,
+            "reason": occ.reason,
+        },
+        fix=_OCCUPANCY_FIX[occ.limiter],
+        file=where[0] if where else None,
+        line=where[1] if where else None,
+    )
+
+
+# ---- TTIR ------------------------------------------------------------------------------------
+
+_DOT = re.compile(
+    r"\btt\.dot\s+(?P<ops>[^:]*):\s*tensor<(?P<a>[^>]*)>\s*\*\s*tensor<(?P<b>[^>]*)>"
+    r"\s*->\s*tensor<(?P<c>[^>]*)>"
+)
+_PRECISION = re.compile(r"inputPrecision\s*=\s*(\w+)")
+_ATOMIC = re.compile(r"\btt\.atomic_rmw\s+(\w+),")
+_MEMOP = re.compile(r"\btt\.(load|store)\s+(?P<ops>[^:]*?)\s*:\s*(?P<ty>\S+)")
+
+
+def _element(tensor_type: str) -> str:
+    """'128x64xf16' or '128x64xf16, #blocked' -> 'f16'."""
+    return tensor_type.split(",")[0].strip().split("x")[-1]
+
+
+def _operands(text: str) -> list[str]:
+    text = re.sub(r"\{.*\}", "", text)
+    return [t.strip() for t in text.split(",") if t.strip().startswith("%")]
+
+
+def ir_findings(
+    ttir: str, smap: StageMap, config: str, irregular: list[tuple[int, ...]]
+) -> list[Finding]:
+    """Patterns in TTIR: low-precision or IEEE dots, float atomics, unmasked tensor accesses
+    (reported only when the kernel's shape sets hold irregular shapes)."""
+    where = {n: key for key, lines in smap.lines.items() for n in lines}
+    found: list[Finding] = []
+
+    def add(n: int, id: str, title: str, severity: str, evidence: dict, fix: str) -> None:
+        file, line = where.get(n, (None, None))
+        evidence = {**evidence, "config": config, "ttir_line": n}
+        found.append(Finding(id, title, severity, evidence, fix, file, line))
+
+    for n, line in enumerate(ttir.splitlines(), 1):
+        if m := _DOT.search(line):
+            a, acc = _element(m.group("a")), _element(m.group("c"))
+            precision = (_PRECISION.search(line) or [None, "ieee"])[1]
+            if acc in ("f16", "bf16"):
+                add(
+                    n,
+                    id="accumulating-low-precision",
+                    title=f"tl.dot accumulates in {acc}",
+                    severity="high",
+                    evidence={"operand": a, "accumulator": acc},
+                    fix="accumulate in fp32 (tl.zeros(..., dtype=tl.float32) or "
+                    "out_dtype=tl.float32) and cast once at the store",
+                )
+            if a == "f32" and precision == "ieee":
+                add(
+                    n,
+                    id="fp32-dot-ieee",
+                    title="fp32 tl.dot with input_precision='ieee' runs without tensor cores' "
+                    "tf32 path",
+                    severity="medium",
+                    evidence={"operand": a, "input_precision": precision},
+                    fix="use input_precision='tf32' (or 'tf32x3' for more accuracy) where the "
+                    "tolerance allows",
+                )
+        elif (m := _ATOMIC.search(line)) and m.group(1) == "fadd":
+            add(
+                n,
+                id="reduction-across-blocks",
+                title="floating-point atomic add: the sum's order, and so its bits, vary per run",
+                severity="medium",
+                evidence={"op": "atomic_rmw fadd"},
+                fix="reduce per block into a buffer, then combine in a second pass (two-pass "
+                "reduction) for deterministic results",
+            )
+        elif irregular and (m := _MEMOP.search(line)):
+            op, ty = m.group(1), m.group("ty")
+            if not ty.startswith("tensor<") or "boundaryCheck" in line:
+                continue
+            if len(_operands(m.group("ops"))) < (2 if op == "load" else 3):
+                add(
+                    n,
+                    id="no-boundary-mask",
+                    title=f"tl.{op} without a mask, and the shape sets include irregular sizes",
+                    severity="medium",
+                    evidence={"op": op, "irregular_shapes": [list(s) for s in irregular[:5]]},
+                    fix=f"pass mask= (and other= for loads) to tl.{op} for the boundary tile",
+                )
+    return found
+
+
+def irregular_shapes(shapes: Iterable[tuple[int, ...]], block: int = 16) -> list[tuple[int, ...]]:
+    """Shapes with a dimension that is not a multiple of `block` (the smallest tile)."""
+    return [tuple(s) for s in shapes if any(int(d) % block for d in s)]
+
+
+# ---- Python source ---------------------------------------------------------------------------
+
+_BLOCK_NAME = re.compile(r"(?i)(block|tile|_size$|^b[mnk]$|^group_)")
+SYNC_METHODS = ("item", "cpu", "tolist", "numpy", "synchronize")
+
+
+def _parse(source: str) -> ast.AST | None:
+    try:
+        return ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return None
+
+
+def constexpr_findings(source: str, file: str, first_line: int) -> list[Finding]:
+    """Tile-size parameters of a @triton.jit function that are not tl.constexpr."""
+    tree = _parse(source)
+    func = (
+        next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)), None) if tree else None
+    )
+    if func is None:
+        return []
+    found = []
+    for arg in func.args.args:
+        note = arg.annotation
+        if isinstance(note, ast.Constant) and isinstance(note.value, str):
+            note = note.value  # a string annotation: "tl.constexpr"
+        note = ast.unparse(note) if isinstance(note, ast.AST) else str(note or "")
+        if _BLOCK_NAME.search(arg.arg) and not note.endswith("constexpr"):
+            found.append(
+                Finding(
+                    id="forgot-constexpr",
+                    title=f"tile size {arg.arg} is a runtime argument, not tl.constexpr",
+                    severity="medium",
+                    evidence={"parameter": arg.arg, "function": func.name},
+                    fix=f"annotate it: {arg.arg}: tl.constexpr",
+                    file=file,
+                    line=first_line + arg.lineno - 1,
+                )
+            )
+    return found
+
+
+def host_sync_findings(
+    sources: Iterable[tuple[str, str, int]], is_sync: Callable[[str], bool] | None = None
+) -> list[Finding]:
+    """`.item()`, `.cpu()`, `.tolist()`, `.numpy()`, `synchronize()` in launch wrappers, given
+    as (source, file, first line) each: every one makes the host wait for the GPU."""
+    is_sync = is_sync or (lambda name: name in SYNC_METHODS)
+    found = []
+    for source, file, first_line in sources:
+        tree = _parse(source)
+        for node in ast.walk(tree) if tree else ():
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and is_sync(node.func.attr)
+            ):
+                found.append(
+                    Finding(
+                        id="host-sync",
+                        title=f"{ast.unparse(node)} in the launch wrapper waits for the GPU",
+                        severity="medium",
+                        evidence={"call": ast.unparse(node)},
+                        fix="keep values on the GPU (pass tensors, not Python numbers) or move "
+                        "the sync out of the timed path",
+                        file=file,
+                        line=first_line + node.lineno - 1,
+                    )
+                )
+    return sorted(found, key=lambda f: (f.file or "", f.line or 0))
+
+
+def _accesses(source: str) -> list[tuple[int, int, str, bool]]:
+    """(first line, last line, pointer text, masked) of every tl.load / tl.store call."""
+    tree = _parse(source)
+    out = []
+    for node in ast.walk(tree) if tree else ():
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("load", "store")
+            and node.args
+        ):
+            # the mask's position: tl.load(ptr, mask), tl.store(ptr, value, mask)
+            mask_at = 1 if node.func.attr == "load" else 2
+            masked = len(node.args) > mask_at or any(k.arg == "mask" for k in node.keywords)
+            last = node.end_lineno or node.lineno
+            out.append((node.lineno, last, ast.unparse(node.args[0]), masked))
+    return out
+
+
+def drop_guarded(found: list[Finding], read: Callable[[str], str]) -> list[Finding]:
+    """Drop no-boundary-mask findings on an access whose pointer the same file also reaches
+    with a mask: the split loop of full tiles unmasked and the last tile masked, on purpose."""
+    accesses: dict[str, list[tuple[int, int, str, bool]]] = {}
+    kept = []
+    for f in found:
+        if f.id == "no-boundary-mask" and f.file and f.line:
+            if f.file not in accesses:
+                try:
+                    accesses[f.file] = _accesses(read(f.file))
+                except OSError:
+                    accesses[f.file] = []
+            here = {
+                ptr for a, b, ptr, masked in accesses[f.file] if a <= f.line <= b and not masked
+            }
+            guarded = {ptr for _, _, ptr, masked in accesses[f.file] if masked}
+            if here and here <= guarded:
+                continue
+        kept.append(f)
+    return kept
+
+
+def merge(findings: Iterable[Finding]) -> list[Finding]:
+    """One finding per (id, file, line) (per config too for resource findings); the configs
+    an IR or source finding was seen in are gathered under evidence["configs"]."""
+    out: dict[tuple, Finding] = {}
+    for f in findings:
+        own = f.id in PER_CONFIG or f.line is None
+        key = (f.id, f.file, f.line, f.evidence.get("config") if own else None)
+        if key not in out:
+            out[key] = f
+            continue
+        configs = out[key].evidence.setdefault("configs", [out[key].evidence.get("config")])
+        if f.evidence.get("config") not in configs:
+            configs.append(f.evidence.get("config"))
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    return sorted(out.values(), key=lambda f: (order.get(f.severity, 9), f.id, f.line or 0))

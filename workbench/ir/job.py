@@ -1,0 +1,353 @@
+"""The "ir" job (child process): compile each launch of a kernel for a GPU arch, write every
+stage, map Python lines through them, read resources and collect static findings.
+
+On a GPU host (no --arch, or the device's own) kernels compile through `warmup` and are loaded,
+so the driver's n_regs/n_spills can be set beside the static figures (and beside a cross-compile
+of the same launch). Without a GPU, `triton.compile` cross-compiles for the chosen arch.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from workbench.catalog.spec import KernelSpec
+from workbench.diagnosis import static as findings
+from workbench.ir import resources
+from workbench.ir.capture import OPTION_NAMES, Launch, capture, compile_mode
+from workbench.ir.config import label, matches, parse_config
+from workbench.ir.linemap import STAGES, SourceMap
+from workbench.run.faults import problem_from_exception
+from workbench.runtime import compat
+from workbench.runtime.errors import Problem, WorkbenchError, fail
+
+DEFAULT_ARCH = 90
+TEXT_STAGES = ("ttir", "ttgir", "llir", "ptx")
+
+
+def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
+    compat.require_supported()
+    import triton
+
+    spec = compile_mode(spec, params["file"])
+    gpu = ctx.device.startswith("cuda")
+    device_arch = compat.device_arch() if gpu else None
+    arch = params.get("arch") or device_arch or DEFAULT_ARCH
+    on_device = gpu and arch == device_arch
+    out_dir = Path(params.get("out") or ctx.run_dir)
+    stages = [s for s in params.get("stages") or STAGES if s in STAGES]
+    shape = tuple(params["shape"]) if params.get("shape") else None
+    variants = _variants(capture(spec, ctx.device, params.get("dtype"), shape), arch)
+    chosen = _select(variants, params.get("configs") or [], arch)
+    shapes = _check_shapes(spec)
+    results = []
+    for i, variant in enumerate(chosen):
+        ctx.emit({"event": "progress", "done": i, "total": len(chosen), "case": variant["label"]})
+        folder = out_dir / f"{i}_{variant['launch'].name}"
+        result = _build(variant, arch, on_device, folder, stages, params, shapes)
+        results.append(result)
+        ctx.emit({"event": "variant", "variant": {k: result[k] for k in ("label", "error")}})
+    ctx.emit({"event": "progress", "done": len(chosen), "total": len(chosen), "case": ""})
+    found = [f for r in results for f in r.pop("_findings")]
+    found += _source_findings(spec, [v["launch"] for v in chosen])
+    found = findings.drop_guarded(found, lambda f: Path(f).read_text())
+    irregular = findings.irregular_shapes(shapes)
+    merged = findings.merge(found)
+    return {
+        "kernel": spec.name,
+        "mode": "gpu" if on_device else "cross-compile",
+        "arch": f"sm_{arch}",
+        "triton_version": triton.__version__,
+        "out_dir": str(out_dir),
+        "stages": stages,
+        "line_info": not compat.line_info_disabled(),
+        "irregular_shapes": [list(s) for s in irregular],
+        "variants": results,
+        "findings": [f.to_dict() for f in merged],
+        "summary": {
+            "variants": len(results),
+            "errors": sum(r["error"] is not None for r in results),
+            "spilling": sum((r["resources"] or {}).get("spill_bytes", 0) > 0 for r in results),
+            "findings": len(merged),
+            "arch": f"sm_{arch}",
+        },
+    }
+
+
+def _variants(launches: list[Launch], arch: int) -> list[dict]:
+    """Distinct compiles, in launch order, each with its label and parsed options."""
+    target = compat.gpu_target(arch)
+    seen: dict[str, dict] = {}
+    names = {launch.name for launch in launches}
+    for launch in launches:
+        options, signature, constexprs, attrs = compat.bind_launch(
+            launch.fn, target, launch.args, launch.kwargs
+        )
+        key = repr((id(launch.fn), signature, constexprs, attrs, sorted(vars(options).items())))
+        if key in seen:
+            continue
+        values = {**launch.constexprs(), **_options(options)}
+        text = label(values)
+        seen[key] = {
+            "launch": launch,
+            "values": values,
+            "label": f"{launch.name}:{text}" if len(names) > 1 else text,
+            "derived": False,
+        }
+    return list(seen.values())
+
+
+def _options(options: Any) -> dict[str, Any]:
+    """num_warps and num_stages always; num_ctas and maxnreg when set away from the default."""
+    values = {k: getattr(options, k, None) for k in OPTION_NAMES}
+    return {
+        k: v
+        for k, v in values.items()
+        if k in ("num_warps", "num_stages") or (v is not None and not (k == "num_ctas" and v == 1))
+    }
+
+
+def _select(variants: list[dict], selectors: list[str], arch: int) -> list[dict]:
+    """All variants, or per selector: the first that matches it, else the first variant with
+    those values put in (a config the kernel does not list). "" selects the first variant."""
+    if not selectors:
+        return variants
+    chosen = []
+    for text in selectors:
+        wanted = parse_config(text)
+        hit = next((v for v in variants if matches(v["values"], wanted)), None)
+        if hit is None:
+            hit = _derive(variants[0], wanted, arch)
+        chosen.append(hit)
+    return chosen
+
+
+def _derive(base: dict, wanted: dict[str, Any], arch: int) -> dict:
+    launch: Launch = base["launch"]
+    known = [p.name for p in launch.fn.params if p.is_constexpr] + list(OPTION_NAMES)
+    unknown = [k for k in wanted if k not in known]
+    if unknown:
+        raise fail(
+            "bad-config",
+            f"{', '.join(unknown)} is neither a tl.constexpr parameter of {launch.name} nor a "
+            "compile option",
+            f"use keys among: {', '.join(known)}",
+        )
+    variant = _variants([launch.with_values(wanted)], arch)[0]
+    variant["derived"] = True
+    return variant
+
+
+def _build(
+    variant: dict,
+    arch: int,
+    on_device: bool,
+    folder: Path,
+    stages: list[str],
+    params: dict,
+    shapes: list[tuple[int, ...]],
+) -> dict:
+    launch: Launch = variant["launch"]
+    file, def_line = _where(launch.fn)
+    result: dict[str, Any] = {
+        "label": variant["label"],
+        "function": launch.name,
+        "derived": variant["derived"],
+        "file": file,
+        "def_line": def_line,
+        "values": {k: _jsonable(v) for k, v in variant["values"].items()},
+        "artifacts": {},
+        "line_counts": {},
+        "sourcemap": {},
+        "resources": None,
+        "device": None,
+        "cross_check": None,
+        "timings": {},
+        "error": None,
+        "_findings": [],
+    }
+    try:
+        start = time.perf_counter()
+        if on_device:
+            kernel = compat.warmup(launch.fn, launch.args, launch.kwargs)
+        else:
+            kernel = compat.cross_compile(launch.fn, arch, launch.args, launch.kwargs)
+        result["timings"]["compile_s"] = round(time.perf_counter() - start, 3)
+        result["hash"] = kernel.hash
+        texts = _write_artifacts(kernel, folder, stages, result)
+        res = _resources(kernel, arch, folder, result)
+        if on_device:
+            result["device"] = resources.agreement(res, int(kernel.n_regs), int(kernel.n_spills))
+            if params.get("cross_check"):
+                result["cross_check"] = _cross_check(launch, arch, kernel.hash, res, folder)
+        start = time.perf_counter()
+        smap = SourceMap.build(texts)
+        result["sourcemap"] = smap.to_dict()
+        result["timings"]["sourcemap_s"] = round(time.perf_counter() - start, 3)
+        where = (file, def_line)
+        for detect in (findings.spill_finding, findings.occupancy_finding):
+            if (f := detect(res, variant["label"], where)) is not None:
+                result["_findings"].append(f)
+        irregular = _irregular_for(shapes, variant["values"])
+        result["_findings"] += findings.ir_findings(
+            texts["ttir"], smap.stages["ttir"], variant["label"], irregular
+        )
+    except WorkbenchError as exc:
+        result["error"] = exc.problem.to_dict()
+    except Exception as exc:  # noqa: BLE001 - one config failing leaves the others' results
+        result["error"] = _compile_problem(exc).to_dict()
+    return result
+
+
+def _write_artifacts(kernel: Any, folder: Path, stages: list[str], result: dict) -> dict[str, str]:
+    """Write cubin and the chosen stages; return the texts to map (TTIR always, for findings)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    name = kernel.metadata.name
+    cubin = folder / f"{name}.cubin"
+    cubin.write_bytes(kernel.asm["cubin"])
+    result["artifacts"]["cubin"] = str(cubin)
+    texts: dict[str, str] = {}
+    for stage in TEXT_STAGES:
+        if stage in stages or stage == "ttir":
+            texts[stage] = kernel.asm[stage]
+    if "sass" in stages:
+        start = time.perf_counter()
+        texts["sass"] = _run_tool("nvdisasm", "-c", "-gi", str(cubin))
+        result["timings"]["sass_s"] = round(time.perf_counter() - start, 3)
+    for stage, text in texts.items():
+        path = folder / f"{name}.{stage}"
+        path.write_text(text)
+        result["artifacts"][stage] = str(path)
+        result["line_counts"][stage] = text.count("\n")
+    return texts
+
+
+def _resources(kernel: Any, arch: int, folder: Path, result: dict) -> resources.Resources:
+    cubin = result["artifacts"]["cubin"]
+    usage = resources.parse_resource_usage(_run_tool("cuobjdump", "--dump-resource-usage", cubin))
+    name = kernel.metadata.name
+    if name not in usage:
+        raise fail(
+            "no-resource-usage",
+            f"cuobjdump printed no resource usage for {name} in {cubin}",
+            "check that the cubin was written completely; run cuobjdump on it by hand",
+        )
+    md = kernel.metadata
+    res = resources.resources(
+        name, arch, usage[name], compat.shared_bytes(md), md.num_warps, md.num_stages
+    )
+    result["resources"] = res.to_dict()
+    return res
+
+
+def _cross_check(
+    launch: Launch, arch: int, device_hash: str, res: resources.Resources, folder: Path
+) -> dict:
+    """Cross-compile the same launch for the device's arch: same hash, same resources?"""
+    start = time.perf_counter()
+    kernel = compat.cross_compile(launch.fn, arch, launch.args, launch.kwargs)
+    seconds = round(time.perf_counter() - start, 3)
+    cubin = folder / f"{kernel.metadata.name}.cross.cubin"
+    cubin.write_bytes(kernel.asm["cubin"])
+    usage = resources.parse_resource_usage(
+        _run_tool("cuobjdump", "--dump-resource-usage", str(cubin))
+    )
+    md = kernel.metadata
+    cross = resources.resources(
+        md.name, arch, usage.get(md.name, {}), compat.shared_bytes(md), md.num_warps, md.num_stages
+    )
+    return {
+        "same_hash": kernel.hash == device_hash,
+        "regs": cross.regs,
+        "spill_bytes": cross.spill_bytes,
+        "shared_bytes": cross.shared_bytes,
+        "same_resources": (cross.regs, cross.spill_bytes, cross.shared_bytes)
+        == (res.regs, res.spill_bytes, res.shared_bytes),
+        "compile_s": seconds,
+    }
+
+
+def _run_tool(name: str, *args: str) -> str:
+    path = compat.tool_path(name)
+    proc = subprocess.run([path, *args], capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise fail(
+            "tool-failed",
+            f"{name} {' '.join(args)} exited with {proc.returncode}",
+            f"run it by hand to see why: {path} {' '.join(args)}",
+            detail=proc.stderr[-2000:],
+        )
+    return proc.stdout
+
+
+def _compile_problem(exc: Exception) -> Problem:
+    text = f"{type(exc).__name__}: {exc}"
+    if "OutOfResources" in type(exc).__name__ or "out of resource" in text:
+        return Problem(
+            "out-of-resources",
+            f"the config does not fit the arch: {exc}",
+            "use a smaller tile or fewer num_stages (shared memory), or fewer registers",
+        )
+    if "PTXAS" in type(exc).__name__.upper():
+        return Problem("ptxas-error", f"ptxas failed: {str(exc)[:400]}", "see detail", detail=text)
+    problem = problem_from_exception(exc)
+    if problem.kind != "exception":
+        return problem
+    return Problem(
+        "compile-error", text[:500], "fix the kernel source at the line shown", detail=text
+    )
+
+
+def _where(fn: Any) -> tuple[str, int]:
+    """The kernel's file and the line of its `def`."""
+    lines, start = inspect.getsourcelines(fn.fn)
+    offset = next((i for i, line in enumerate(lines) if line.lstrip().startswith("def ")), 0)
+    return inspect.getsourcefile(fn.fn) or "", start + offset
+
+
+def _jsonable(v: Any) -> Any:
+    v = v.value if hasattr(v, "value") else v
+    return v if isinstance(v, (int, float, bool, str, type(None))) else str(v)
+
+
+def _check_shapes(spec: KernelSpec) -> list[tuple[int, ...]]:
+    return [tuple(s) for name in spec.shapes if name != "bench" for s in spec.shape_set(name)]
+
+
+def _irregular_for(shapes: list[tuple[int, ...]], values: dict[str, Any]) -> list[tuple[int, ...]]:
+    """Shapes that leave a partial tile for the smallest power-of-two tile size (>= 16)."""
+    tiles = [v for v in values.values() if type(v) is int and v >= 16 and not v & (v - 1)]
+    return findings.irregular_shapes(shapes, min(tiles, default=16))
+
+
+def _source_findings(spec: KernelSpec, launches: list[Launch]) -> list[findings.Finding]:
+    found: list[findings.Finding] = []
+    for fn in {id(launch.fn): launch.fn for launch in launches}.values():
+        lines, start = inspect.getsourcelines(fn.fn)
+        found += findings.constexpr_findings("".join(lines), _where(fn)[0], start)
+    found += findings.host_sync_findings(_wrapper_sources(spec.kernel_fn))
+    return found
+
+
+def _wrapper_sources(fn: Any) -> list[tuple[str, str, int]]:
+    """kernel_fn's source and that of the module-level functions it calls by name."""
+    out: list[tuple[str, str, int]] = []
+    queue, seen = [fn], set()
+    while queue and len(out) < 8:
+        f = queue.pop(0)
+        if id(f) in seen or not inspect.isfunction(f):
+            continue
+        seen.add(id(f))
+        try:
+            lines, start = inspect.getsourcelines(f)
+        except (OSError, TypeError):
+            continue
+        source = "".join(lines)
+        out.append((source, inspect.getsourcefile(f) or "", start))
+        called = set(re.findall(r"\b([A-Za-z_]\w*)\s*\(", source))
+        queue += [f.__globals__[n] for n in called if inspect.isfunction(f.__globals__.get(n))]
+    return out

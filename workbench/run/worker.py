@@ -1,0 +1,91 @@
+"""The job's child process: `python -m workbench.run.worker KIND [--file F --kernel NAME] ...`.
+
+Events go out as JSON lines on the original stdout; the kernel's own prints are sent to stderr
+(the run's log) so they cannot corrupt the event stream. Without a GPU, TRITON_INTERPRET=1 is
+set before triton or any kernel module is imported: Triton reads it when `@triton.jit` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.run import machine
+from workbench.runtime import compat
+from workbench.runtime.errors import WorkbenchError
+
+# kind -> "module:function"; imported only when that kind runs.
+KINDS: dict[str, str] = {
+    "check": "workbench.check.job:job",
+    "ir": "workbench.ir.job:job",
+    "bench": "workbench.bench.job:job",
+    "profile-target": "workbench.profilers.target:job",
+}
+
+
+@dataclass
+class Context:
+    device: str
+    interpreter: bool
+    run_dir: str
+    emit: Callable[[dict], None]
+
+
+def _event_stream() -> Callable[[dict], None]:
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # user prints now land in the log, not in the event stream
+
+    def emit(event: dict) -> None:
+        out.write(json.dumps(event, default=str) + "\n")
+        out.flush()
+
+    return emit
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m workbench.run.worker")
+    parser.add_argument("kind", choices=sorted(KINDS))
+    parser.add_argument("--file")
+    parser.add_argument("--kernel")
+    parser.add_argument("--run-dir", default=".")
+    parser.add_argument("--params", default="{}")
+    args = parser.parse_args(argv)
+    emit = _event_stream()
+    gpu = machine.has_gpu()
+    try:
+        if not gpu:
+            os.environ["TRITON_INTERPRET"] = "1"
+            compat.fix_interpreter_loop_bounds()  # imports triton: after the switch above
+        ctx = Context("cuda" if gpu else "cpu", not gpu, args.run_dir, emit)
+        spec = _spec(args.file, args.kernel) if args.kernel else None
+        module, func = KINDS[args.kind].split(":")
+        job: Callable[[Any, dict, Context], dict] = getattr(importlib.import_module(module), func)
+        emit({"event": "started", "kind": args.kind, "device": ctx.device})
+        result = job(spec, json.loads(args.params), ctx)
+    except WorkbenchError as exc:
+        emit({"event": "error", "problem": exc.problem.to_dict()})
+        return 1
+    except Exception as exc:  # noqa: BLE001 - reported as a structured error
+        from workbench.run.faults import problem_from_exception
+
+        emit({"event": "error", "problem": problem_from_exception(exc).to_dict()})
+        return 1
+    emit({"event": "result", "result": result})
+    return 0
+
+
+def _spec(file: str, name: str) -> Any:
+    from workbench.catalog.discovery import KernelEntry
+    from workbench.catalog.loader import load_spec
+
+    return load_spec(KernelEntry(name=name, file=file, line=0))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

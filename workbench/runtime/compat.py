@@ -1,0 +1,262 @@
+"""Differences between Triton versions and modes, in one place.
+
+Imported only by child processes (it imports triton). Supported: Triton 3.4 to 3.9, where
+`ASTSource(fn, signature, constexprs, attrs)` takes every argument in `signature` (constexprs
+as "constexpr") and attrs as `{(index,): [["tt.divisibility", 16]]}`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from workbench.runtime.errors import fail
+
+MIN_VERSION = (3, 4)
+
+
+def triton_version() -> tuple[int, int]:
+    import triton
+
+    major, minor = triton.__version__.split(".")[:2]
+    return int(major), int(minor)
+
+
+def require_supported() -> None:
+    if triton_version() < MIN_VERSION:
+        import triton
+
+        raise fail(
+            "unsupported-triton",
+            f"Triton {triton.__version__} is older than {'.'.join(map(str, MIN_VERSION))}",
+            "pip install 'triton>=3.4'",
+        )
+
+
+def tool_path(name: str) -> str:
+    """ptxas, cuobjdump or nvdisasm: the knob (which reads TRITON_<NAME>_PATH), else the wheel's."""
+    from triton import knobs
+
+    tool = getattr(knobs.nvidia, name, None)
+    path = getattr(tool, "path", None) if tool is not None else None
+    if path and os.path.exists(path):
+        return path
+    import triton
+
+    bundled = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", name)
+    if os.path.exists(bundled):
+        return bundled
+    raise fail(
+        "tool-missing",
+        f"{name} is neither at TRITON_{name.upper()}_PATH nor in the triton wheel",
+        f"install a triton wheel that bundles {name}, or set TRITON_{name.upper()}_PATH",
+    )
+
+
+def gpu_target(arch: int) -> Any:
+    from triton.backends.compiler import GPUTarget
+
+    return GPUTarget("cuda", arch, 32)
+
+
+def device_arch() -> int:
+    """Compute capability of the current GPU as an int (90 for sm_90)."""
+    from triton.runtime.driver import driver
+
+    return int(driver.active.get_current_target().arch)
+
+
+def is_interpreted(obj: Any) -> bool:
+    """True for an @triton.jit made while TRITON_INTERPRET=1 (or a wrapper around one)."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    return isinstance(base_function(obj), InterpretedFunction)
+
+
+def base_function(obj: Any) -> Any:
+    """The @triton.jit function under any @autotune / @heuristics wrappers."""
+    from triton.runtime.autotuner import Autotuner, Heuristics
+
+    while isinstance(obj, (Autotuner, Heuristics)):
+        obj = obj.fn
+    return obj
+
+
+def launcher_classes() -> dict[str, type]:
+    """The classes whose `run` a launch goes through: `kernel[grid](...)` calls `run`."""
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.jit import JITFunction
+
+    return {"jit": JITFunction, "autotune": Autotuner}
+
+
+@contextlib.contextmanager
+def interpreter(enabled: bool) -> Iterator[None]:
+    """Decide whether @triton.jit (run inside this block) builds interpreted functions."""
+    old = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1" if enabled else "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("TRITON_INTERPRET", None)
+        else:
+            os.environ["TRITON_INTERPRET"] = old
+
+
+def fix_interpreter_loop_bounds() -> None:
+    """Let Triton 3.4-3.8's interpreter run loops with a runtime bound under numpy >= 2.4.
+
+    Their interpreter gives its tensors `__index__ = int(data)` on a one-element array, which
+    numpy 2.4 refuses ("only 0-dimensional arrays can be converted to Python scalars"); 3.9
+    squeezes the array first. Do the same where it does not.
+    """
+    import inspect
+
+    from triton.runtime import interpreter
+
+    original = interpreter._patch_lang_tensor
+    if getattr(original, "squeezes", False) or "squeeze()" in inspect.getsource(original):
+        return
+
+    def patched(tensor: Any, *scope: Any) -> None:
+        original(tensor, *scope)  # the scope (3.5+) restores the original at the end of a launch
+        tensor.__index__ = lambda self: int(self.handle.data.squeeze())
+
+    patched.squeezes = True  # type: ignore[attr-defined]
+    interpreter._patch_lang_tensor = patched
+
+
+def interpreting() -> bool:
+    """Whether @triton.jit builds interpreted functions now (TRITON_INTERPRET is set)."""
+    from triton import knobs
+
+    return bool(knobs.runtime.interpret)
+
+
+def compilable_triton_helpers() -> int:
+    """Turn Triton's own @jit helpers (tl.sum, tl.cdiv, ...) back into compilable functions.
+
+    Imported under TRITON_INTERPRET=1, triton.language builds them as interpreted functions,
+    which the compiler cannot inline. Each is rebuilt as a JITFunction from the same Python
+    function and options, in every module namespace and class (tensor methods) that holds it.
+    Returns how many were rebuilt.
+    """
+    import sys
+
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    made: dict[int, Any] = {}
+
+    def rebuilt(value: Any) -> Any:
+        if id(value) not in made:
+            kwargs = getattr(value, "kwargs", None) or getattr(value.rewriter, "kwargs", {})
+            made[id(value)] = JITFunction(value.fn, **kwargs)
+        return made[id(value)]
+
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("triton.language") or module is None:
+            continue
+        spaces = [module] + [v for v in vars(module).values() if isinstance(v, type)]
+        for space in spaces:
+            for attr, value in list(vars(space).items()):
+                if isinstance(value, InterpretedFunction):
+                    setattr(space, attr, rebuilt(value))
+    return len(made)
+
+
+def line_info_disabled() -> bool:
+    from triton import knobs
+
+    return bool(knobs.compilation.disable_line_info)
+
+
+def _launch_kwargs(fn: Any, kwargs: dict) -> dict:
+    """What JITFunction.run adds to a launch's kwargs before binding (it grew per release)."""
+    from triton import knobs
+
+    kwargs = dict(kwargs)
+    kwargs["debug"] = kwargs.get("debug", fn.debug) or knobs.runtime.debug
+    for name in ("instrumentation_mode", "fpsan_homomorphic_casts"):  # 3.6+, 3.9+
+        if hasattr(knobs.compilation, name):
+            kwargs[name] = getattr(knobs.compilation, name)
+    return kwargs
+
+
+def bind_launch(fn: Any, target: Any, args: tuple, kwargs: dict) -> tuple[Any, dict, dict, dict]:
+    """(options, signature, constexprs, attrs) exactly as a launch of `fn` on `target` would
+    specialise them (ints == 1 and None become constexpr, 16-divisible ints and pointers get
+    tt.divisibility), using Triton's own binder, so no GPU is needed."""
+    from triton.compiler import make_backend
+    from triton.runtime.jit import create_function_from_signature
+
+    kwargs = _launch_kwargs(fn, kwargs)
+    backend = make_backend(target)
+    binder = create_function_from_signature(fn.signature, fn.params, backend)
+    bound, specialization, options = binder(*args, **kwargs)
+    if hasattr(fn, "_pack_args"):  # 3.6+
+        return fn._pack_args(backend, kwargs, bound, specialization, options)
+    from triton._utils import find_paths_if, get_iterable_path
+
+    options = backend.parse_options(kwargs)
+    names = [p.name for p in fn.params]
+    types = [s[0] for s in specialization]
+    for k in kwargs:
+        if k not in options.__dict__ and k not in names:
+            raise KeyError(f"Keyword argument {k} was specified but unrecognised")
+    signature = dict(zip(names, types))
+    paths = find_paths_if(types, lambda _, v: v == "constexpr")
+    constexprs = {p: get_iterable_path(list(bound.values()), p) for p in paths}
+    attrvals = [s[1] for s in specialization]
+    paths = find_paths_if(attrvals, lambda _, x: isinstance(x, str))
+    attrs = {p: backend.parse_attr(get_iterable_path(attrvals, p)) for p in paths}
+    return options, signature, constexprs, attrs
+
+
+def cross_compile(fn: Any, arch: int, args: tuple, kwargs: dict) -> Any:
+    """Compile a launch of `fn` for sm_<arch> without a GPU; returns a CompiledKernel."""
+    import triton
+    from triton.compiler import ASTSource
+
+    target = gpu_target(arch)
+    options, signature, constexprs, attrs = bind_launch(fn, target, args, kwargs)
+    src = ASTSource(fn, signature, constexprs, attrs)
+    return triton.compile(src, target=target, options=options.__dict__)
+
+
+def warmup(fn: Any, args: tuple, kwargs: dict) -> Any:
+    """Compile for the current GPU through the launch cache and load it, so n_regs/n_spills are
+    set. `warmup` moved from JITFunction (3.4, 3.5) to KernelInterface (3.6+): both reach it."""
+    kernel = fn.warmup(*args, grid=(1,), **kwargs)
+    kernel._init_handles()  # private in every release; loads the module, reads the attributes
+    return kernel
+
+
+def shared_bytes(metadata: Any) -> int:
+    """The dynamic shared memory Triton asks for at launch."""
+    return int(getattr(metadata, "shared", 0) or 0)
+
+
+def autotune_configs(configs: list[Any], interpreter_config: Any) -> list[Any]:
+    """The configs to give `@triton.autotune`: all of them, or only `interpreter_config` when
+    kernels run in Triton's interpreter (TRITON_INTERPRET=1).
+
+    With several configs the autotuner times them with the GPU's event timer, which the
+    interpreter lacks ("0 active drivers"); a single config is launched untimed. A small tile
+    there also keeps CPU runs short. Triton reads the variable when `@triton.jit` decorates, so
+    call this at import time, where the decorators run.
+    """
+    flag = os.environ.get("TRITON_INTERPRET", "").strip().lower()
+    return [interpreter_config] if flag in ("1", "true", "on", "yes") else list(configs)
+
+
+def tensor_descriptor() -> Any:
+    """Triton's host-side TMA descriptor class (`TensorDescriptor`, 3.4+), or None without it."""
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+    except ImportError:
+        return None
+    return TensorDescriptor

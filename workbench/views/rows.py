@@ -1,0 +1,211 @@
+"""Rows for tables, shared by the CLI and the TUI: data in, plain cells out (no UI imports)."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from workbench.catalog.discovery import KernelEntry
+from workbench.diagnosis.measured import bank_conflict_ratios, clean_message, for_summary
+from workbench.views.text import fmt
+
+if TYPE_CHECKING:
+    from workbench.run.jobs import Outcome
+    from workbench.runtime.errors import Problem
+
+KERNEL_HEADERS = ("name", "kind", "dtypes", "shape sets", "file")
+RESOURCE_HEADERS = ("config", "regs", "spill B", "smem B", "warps", "stages", "occ %", "limiter")
+CHECK_HEADERS = ("status", "dtype", "shape", "layout", "max|d|", "relL2", "worst", "note")
+
+
+def kernel_row(k: KernelEntry) -> tuple[str, ...]:
+    return (
+        k.name,
+        k.kind,
+        ",".join(k.dtypes) if k.dtypes else "from inputs",
+        " ".join(f"{s}:{len(v)}" for s, v in (k.shapes or {}).items()) or "from inputs",
+        os.path.relpath(k.file),
+    )
+
+
+def check_row(case: dict) -> tuple[str, ...]:
+    return (
+        case["status"],
+        case["dtype"],
+        "x".join(map(str, case["shape"])) or "-",
+        case["layout"],
+        fmt(case["max_abs_diff"]),
+        fmt(case["rel_l2"]),
+        str(case["worst_index"]) if case["status"] == "failed" else "",
+        case["reason"],
+    )
+
+
+def check_verdict(result: dict) -> str:
+    s = result["summary"]
+    verdict = "CORRECT" if result["correct"] else "NOT CORRECT"
+    line = (
+        f"{result['kernel']}: {verdict} ({s['passed']} passed, {s['failed']} failed, "
+        f"{s['errors']} errors, {s['skipped']} skipped; {result['mode']} mode)"
+    )
+    facts = [f.replace("_", " ") for f in FACTS if s.get(f)]
+    return line + "".join(f"\n  fact: {f}" for f in facts)
+
+
+FACTS = ("stride_only_errors", "boundary_only_errors", "nondeterministic")
+
+
+def resource_row(v: dict) -> tuple:
+    res = v["resources"] or {}
+    occ = res.get("occupancy") or {}
+    return (
+        v["label"],
+        res.get("regs", "-"),
+        res.get("spill_bytes", "-"),
+        res.get("shared_bytes", "-"),
+        res.get("num_warps", "-"),
+        res.get("num_stages", "-"),
+        fmt(occ.get("percent")),
+        occ.get("limiter", "-"),
+    )
+
+
+def finding_lines(found: list[dict]) -> str:
+    lines = []
+    for f in found:
+        where = f":{f['line']}" if f.get("line") else ""
+        lines.append(f"[{f['severity']}] {f['id']}{where}: {f['title']}\n    fix: {f['fix']}")
+    return "\n".join(lines) or "no static findings"
+
+
+# ---- profile (ncu) -----------------------------------------------------------------------------
+
+PROFILE_HEADERS = (
+    "#",
+    "kernel",
+    "config",
+    "us",
+    "regs",
+    "occ% th/ach",
+    "limiter",
+    "spill inst",
+    "local B",
+    "bank cfl ld/st",
+    "DRAM%",
+)
+RULE_HEADERS = ("#", "rule", "est. gain", "says")
+LINE_HEADERS = ("#", "line", "samples", "top stall", "local sectors", "smem excess", "code")
+
+
+def profile_row(k: dict) -> tuple[str, ...]:
+    ratios = bank_conflict_ratios(k)
+    shares = "/".join(f"{r:.1%}" if r is not None else "-" for r in ratios.values())
+    conflicts = f"{_count(k['smem_bank_conflicts_ld'])}/{_count(k['smem_bank_conflicts_st'])}"
+    return (
+        str(k["launch"]),
+        k["kernel"],
+        k["config"] or k["range"] or "-",
+        fmt(k["duration_ns"] / 1e3 if k["duration_ns"] is not None else None),
+        _count(k["registers_per_thread"]),
+        f"{fmt(k['theoretical_occupancy_pct'])}/{fmt(k['achieved_occupancy_pct'])}",
+        k["occupancy_limiter"] or "-",
+        _count(k["spill_instructions"]),
+        _count(k["local_bytes"]),
+        conflicts + ("" if shares == "-/-" else f" ({shares})"),
+        fmt(k["dram_throughput_pct"]),
+    )
+
+
+def profile_facts(summary: dict) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The per-launch table turned on its side, (headers, rows): one row per fact, one column
+    per launch, for a narrow pane."""
+    columns = [profile_row(k) for k in summary["kernels"]]
+    headers = ("", *(f"#{c[0]}" for c in columns))
+    rows = [(label, *(c[i] for c in columns)) for i, label in enumerate(PROFILE_HEADERS) if i]
+    return headers, rows
+
+
+def rule_rows(summary: dict) -> list[tuple[str, ...]]:
+    """NVIDIA's rules that fired, largest estimated speedup first."""
+    rows = [(k["launch"], r) for k in summary["kernels"] for r in k["rules"]]
+    rows.sort(key=lambda lr: -(lr[1].get("speedup_pct") or 0))
+    out = []
+    for launch, r in rows:
+        gain = r.get("speedup_pct")
+        says = r.get("title") or clean_message(r.get("message") or "").split(". ")[0]
+        out.append(
+            (
+                str(launch),
+                r["rule"],
+                f"{gain:.0f}% {r.get('speedup_type') or ''}".strip() if gain else "-",
+                says if len(says) <= 90 else says[:89] + "…",
+            )
+        )
+    return out
+
+
+def hot_line_rows(summary: dict, per_launch: int = 6) -> list[tuple[str, ...]]:
+    """The hottest source lines per launch: samples, the top stall, spill and shared excess."""
+    out = []
+    for k in summary["kernels"]:
+        for h in k.get("hot_lines", [])[:per_launch]:
+            stalls = {
+                m.removeprefix("smsp__pcsamp_warps_issue_stalled_"): v
+                for m, v in h.items()
+                if m.startswith("smsp__pcsamp_warps_issue_stalled_") and not m.endswith("selected")
+            }
+            top = max(stalls, key=stalls.__getitem__, default=None)
+            excess = h.get("derived__memory_l1_wavefronts_shared_excessive")
+            out.append(
+                (
+                    str(k["launch"]),
+                    f"{os.path.basename(h['file'])}:{h['line']}",
+                    _count(h.get("smsp__pcsamp_sample_count")),
+                    f"{top} {_count(stalls[top])}" if top else "-",
+                    _count(h.get("memory_l2_theoretical_sectors_local")),
+                    _count(excess),
+                    h.get("code", ""),
+                )
+            )
+    return out
+
+
+def measured_finding_rows(summary: dict) -> list[tuple[str, str, str, str, str]]:
+    """(severity, id, "#launch file:line", title, fix) per measured finding of an ncu summary."""
+    rows = []
+    for f in for_summary(summary):
+        where = f" {os.path.basename(f['file'])}:{f['line']}" if f.get("line") else ""
+        where = f"#{f['evidence'].get('launch')}{where}"
+        rows.append((f["severity"], f["id"], where, f["title"], f["fix"]))
+    return rows
+
+
+NO_MEASURED_FINDINGS = "no measured findings (no spill, bank conflicts or low occupancy)"
+
+
+def measured_finding_lines(summary: dict) -> str:
+    lines = [
+        f"[{severity}] {id} {where}\n    {title}\n    fix: {fix}"
+        for severity, id, where, title, fix in measured_finding_rows(summary)
+    ]
+    return "\n".join(lines) or NO_MEASURED_FINDINGS
+
+
+def no_profile_line(kernel: str) -> str:
+    return (
+        f"no profile stored for {kernel}: run `python -m workbench profile {kernel}` on a GPU "
+        f"host, or read a saved report here with `python -m workbench profile --import FILE`"
+    )
+
+
+def _count(x: float | None) -> str:
+    return "-" if x is None else f"{round(x):,}"
+
+
+def outcome_lines(outcome: Outcome, problem: Problem | None, suffix: str = "") -> list[str]:
+    """The closing lines of a finished job: its problem, a store failure, its run id and time."""
+    lines = [f"[{outcome.status}] {problem}"] if problem else []
+    if outcome.store_problem:
+        lines.append(f"not saved: {outcome.store_problem}")
+    lines.append(f"run {outcome.run_id} in {outcome.seconds:.1f} s{suffix}")
+    return lines
