@@ -18,10 +18,25 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 FAULTY = FIXTURES / "faulty"
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """`-m gpu` tests run only where a CUDA GPU is (the GPU host); elsewhere they are skipped."""
+    from workbench.run import machine
+
+    if machine.gpu_present():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU: run `pytest -m gpu` on the GPU host")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(autouse=True)
-def _reports(tmp_path, monkeypatch):
+def _reports(tmp_path, monkeypatch, request):
     monkeypatch.setenv("WORKBENCH_REPORTS", str(tmp_path / "reports"))
-    monkeypatch.setenv("WORKBENCH_DEVICE", os.environ.get("WORKBENCH_DEVICE", "cpu"))
+    gpu = "gpu" in request.keywords
+    monkeypatch.setenv(
+        "WORKBENCH_DEVICE", "cuda" if gpu else os.environ.get("WORKBENCH_DEVICE", "cpu")
+    )
     return tmp_path / "reports"
 
 

@@ -14,6 +14,11 @@ def has_gpu() -> bool:
     forced = os.environ.get("WORKBENCH_DEVICE", "").lower()
     if forced:
         return forced.startswith("cuda")
+    return gpu_present()
+
+
+def gpu_present() -> bool:
+    """An NVIDIA driver is here, whatever WORKBENCH_DEVICE says."""
     return os.path.exists("/dev/nvidiactl") or shutil.which("nvidia-smi") is not None
 
 
