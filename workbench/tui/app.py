@@ -10,54 +10,33 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import (
-    DataTable,
-    Footer,
-    Header,
-    ProgressBar,
-    Static,
-    TabbedContent,
-    TabPane,
-    TextArea,
-)
+from textual.containers import Horizontal, Vertical
+from textual.widgets import DataTable, Footer, Header, ProgressBar, Static, TabbedContent, TabPane
 
 from workbench.catalog.discovery import Catalog, KernelEntry, discover
 from workbench.profilers import saved
 from workbench.run import jobs, machine
 from workbench.runtime.errors import Problem, WorkbenchError
-from workbench.views.rows import (
-    CHECK_HEADERS,
-    KERNEL_HEADERS,
-    LINE_HEADERS,
-    NO_MEASURED_FINDINGS,
-    RESOURCE_HEADERS,
-    RULE_HEADERS,
-    check_row,
-    check_verdict,
-    finding_lines,
-    hot_line_rows,
-    kernel_row,
-    measured_finding_rows,
-    no_profile_line,
-    outcome_lines,
-    profile_facts,
-    resource_row,
-    rule_rows,
-)
+from workbench.tui.tabs.check import CheckPane
+from workbench.tui.tabs.compiled import IR_STAGES, IRPane, ResourcesPane
+from workbench.tui.tabs.profile import ProfilePane
+from workbench.views.rows import KERNEL_HEADERS, kernel_row, no_profile_line, outcome_lines
 
 if TYPE_CHECKING:
     from workbench.profilers.session import ProfileRun
 
-IR_STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
+JOB_PANES: dict[str, type[CheckPane | ResourcesPane | IRPane]] = {
+    "tab-check": CheckPane,
+    "tab-resources": ResourcesPane,
+    "tab-ir": IRPane,
+}
+"""The pane that shows a job's events and result, by the tab the job was started from."""
 PROFILE_PHASES = ("warmup", "range", "done")
 """The profiled child's phases, as steps of the progress bar."""
 
@@ -96,8 +75,7 @@ class WorkbenchApp(App[None]):
         self.running: jobs.Outcome | None = None
         self._cancel = threading.Event()
         self._busy = False
-        self._ir: dict[str, str] = {}
-        self._stage = 0
+        self._pane: CheckPane | ResourcesPane | IRPane | None = None
         self._gpu = machine.has_gpu()
 
     def compose(self) -> ComposeResult:
@@ -112,28 +90,18 @@ class WorkbenchApp(App[None]):
                 yield Static(id="verdict")
                 with TabbedContent(id="tabs"):
                     with TabPane("Check", id="tab-check"):
-                        yield DataTable(id="cases", zebra_stripes=True)
+                        yield CheckPane()
                     with TabPane("Resources", id="tab-resources"):
-                        yield DataTable(id="resources", zebra_stripes=True)
-                        yield Static(id="findings")
+                        yield ResourcesPane()
                     with TabPane("IR", id="tab-ir"):
-                        yield TextArea(id="ir", read_only=True, show_line_numbers=True)
+                        yield IRPane()
                     with TabPane("Profile", id="tab-profile"):
-                        with VerticalScroll():
-                            yield Static(id="profile-source")
-                            yield DataTable(id="profile-kernels", zebra_stripes=True)
-                            yield Static(id="profile-findings")
-                            yield DataTable(id="profile-lines", zebra_stripes=True)
-                            yield DataTable(id="profile-rules", zebra_stripes=True)
+                        yield ProfilePane()
         yield Footer()
 
     def on_mount(self) -> None:
         self.sub_title = f"{machine.mode()} mode"
         self.query_one("#kernels", DataTable).add_columns(*KERNEL_HEADERS)
-        self.query_one("#cases", DataTable).add_columns(*CHECK_HEADERS)
-        self.query_one("#resources", DataTable).add_columns(*RESOURCE_HEADERS)
-        self.query_one("#profile-rules", DataTable).add_columns(*RULE_HEADERS)
-        self.query_one("#profile-lines", DataTable).add_columns(*LINE_HEADERS)
         self.action_reload()
 
     # -- kernel list -------------------------------------------------------------------------
@@ -199,9 +167,7 @@ class WorkbenchApp(App[None]):
         self._cancel.set()
 
     def action_stage(self, step: int) -> None:
-        if self._ir:
-            self._stage = (self._stage + step) % len(IR_STAGES)
-            self._show_stage()
+        self.query_one(IRPane).step(step)
 
     def _start(self, kind: str, params: dict, tab: str) -> None:
         entry = self.selected()
@@ -211,9 +177,11 @@ class WorkbenchApp(App[None]):
         self._cancel.clear()
         self.refresh_bindings()
         self.query_one("#tabs", TabbedContent).active = tab
-        if kind == "check":
-            self.query_one("#cases", DataTable).clear()
-        else:
+        self._pane = self.query_one(f"#{tab}", TabPane).query_one(
+            "CheckPane, ResourcesPane, IRPane"
+        )
+        self._pane.reset()
+        if kind != "check":
             params = {"file": entry.file, "configs": [], **params}
         self.query_one("#verdict", Static).update(Text(f"{kind}: {entry.name} ..."))
         self.query_one("#progress", ProgressBar).update(total=1, progress=0)
@@ -230,43 +198,19 @@ class WorkbenchApp(App[None]):
         if event.get("event") == "progress":
             bar = self.query_one("#progress", ProgressBar)
             bar.update(total=max(event["total"], 1), progress=event["done"])
-        elif event.get("event") == "case":
-            self.query_one("#cases", DataTable).add_row(*check_row(event["case"]))
+        elif self._pane is not None:
+            self._pane.add_event(event)
 
     def _on_outcome(self, outcome: jobs.Outcome, tab: str) -> None:
         self._busy = False
         self.refresh_bindings()
-        result = outcome.result
-        lines = []
-        if result and tab == "tab-check":
-            lines.append(check_verdict(result))
-        elif result:
-            self._show_compiled(result, tab)
-            lines.append(
-                f"{result['kernel']}: {len(result['variants'])} config(s), "
-                f"{result['arch']} ({result['mode']})"
-            )
+        lines = self._pane.show(outcome.result) if outcome.result and self._pane else []
+        if outcome.result and tab == "tab-ir":  # one ir job fills both tabs
+            self.query_one(ResourcesPane).show(outcome.result)
+        elif outcome.result and tab == "tab-resources":
+            self.query_one(IRPane).show(outcome.result)
         lines += outcome_lines(outcome, outcome.problem)
         self.query_one("#verdict", Static).update(Text("\n".join(lines)))
-
-    def _show_compiled(self, result: dict, tab: str) -> None:
-        table = self.query_one("#resources", DataTable)
-        table.clear()
-        for v in result["variants"]:
-            table.add_row(*resource_row(v))
-        self.query_one("#findings", Static).update(Text(finding_lines(result["findings"])))
-        first = next((v for v in result["variants"] if not v["error"]), None)
-        self._ir = {s: p for s, p in (first or {}).get("artifacts", {}).items() if s in IR_STAGES}
-        if tab == "tab-ir":
-            self._show_stage()
-
-    def _show_stage(self) -> None:
-        stage = IR_STAGES[self._stage]
-        path = self._ir.get(stage)
-        text = Path(path).read_text(errors="replace") if path else f"no {stage} for this kernel"
-        area = self.query_one("#ir", TextArea)
-        area.load_text(text)
-        area.border_title = f"{stage}  ([ ] change stage)"
 
     # -- profile: the latest stored ncu result; on a GPU host, a new run -----------------------
 
@@ -337,42 +281,7 @@ class WorkbenchApp(App[None]):
             self._show_profile(stored.summary, stored.describe())
 
     def _show_profile(self, summary: dict | None, source: str) -> None:
-        self.query_one("#profile-source", Static).update(Text(source))
-        headers, facts = profile_facts(summary) if summary else ((), [])
-        kernels = self.query_one("#profile-kernels", DataTable)
-        if [str(c.label) for c in kernels.columns.values()] != list(headers):
-            kernels.clear(columns=True)
-            kernels.add_columns(*headers)
-        tables = {
-            "#profile-kernels": facts,
-            "#profile-rules": rule_rows(summary) if summary else [],
-            "#profile-lines": hot_line_rows(summary) if summary else [],
-        }
-        for selector, rows in tables.items():
-            table = self.query_one(selector, DataTable)
-            table.clear()
-            table.add_rows(rows)
-            table.display = bool(rows)
-        self.query_one("#profile-findings", Static).update(_findings_grid(summary))
-
-
-SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
-
-
-def _findings_grid(summary: dict | None) -> Table | Text:
-    """Measured findings as a two-column grid, so wrapped titles and fixes keep their column."""
-    if summary is None:
-        return Text("")
-    rows = measured_finding_rows(summary)
-    if not rows:
-        return Text(NO_MEASURED_FINDINGS)
-    grid = Table.grid(padding=(0, 1))
-    grid.add_column(no_wrap=True)
-    grid.add_column(ratio=1)
-    for severity, id, where, title, fix in rows:
-        left = Text(f"{severity} {id}", style=SEVERITY_STYLE.get(severity, "")) + Text(f"\n{where}")
-        grid.add_row(left, Text(title) + Text(f"\nfix: {fix}", style="italic"))
-    return grid
+        self.query_one(ProfilePane).show(summary, source)
 
 
 def run_app(paths: Sequence[str] = ()) -> int:
