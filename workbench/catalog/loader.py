@@ -17,38 +17,50 @@ _loaded: dict[str, Any] = {}
 
 def import_module(file: str) -> Any:
     """Import a kernel module from its path; any failure becomes a WorkbenchError with a line."""
-    if file in _loaded:
-        return _loaded[file]
+    if file not in _loaded:
+        _loaded[file] = exec_module(file, "workbench_kernels")
+    return _loaded[file]
+
+
+def exec_module(file: str, package: str) -> Any:
+    """Run the module at `file` afresh as `package.<stem>_<hash>`; an exception it raises becomes
+    a WorkbenchError naming its line. Ctrl-C and SystemExit are not errors of the module: they
+    go on up, so an interrupt stops the job and an exit status stays the module's own."""
     path = Path(file).resolve()
     folder = str(path.parent)
     if folder not in sys.path:
         sys.path.insert(0, folder)  # so the module's sibling imports resolve as they would for it
-    mod_name = f"workbench_kernels.{path.stem}_{abs(hash(str(path))):x}"
+    mod_name = f"{package}.{path.stem}_{abs(hash(str(path))):x}"
     spec = importlib.util.spec_from_file_location(mod_name, path)
     if spec is None or spec.loader is None:
-        raise fail("import-error", f"cannot import {path}", "is it a Python file?", file=str(path))
+        raise fail(
+            "import-error",
+            f"cannot import {path}",
+            "is it a Python file?",
+            file=str(path),
+            source="usage",
+        )
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module
     try:
         spec.loader.exec_module(module)
-    except BaseException as exc:  # noqa: BLE001 - any failure at import is the user's to see
+    except Exception as exc:
         sys.modules.pop(mod_name, None)
-        line = _line_in(exc, str(path))
-        kind = "missing-package" if isinstance(exc, ModuleNotFoundError) else "import-error"
-        remedy = (
-            f"pip install the package that provides {exc.name!r}"
-            if isinstance(exc, ModuleNotFoundError)
-            else "fix the module so that importing it succeeds"
-        )
+        missing = isinstance(exc, ModuleNotFoundError)
         raise fail(
-            kind,
+            "missing-package" if missing else "import-error",
             f"importing the module raised {type(exc).__name__}: {exc}",
-            remedy,
+            f"pip install the package that provides {exc.name!r}"
+            if missing
+            else "fix the module so that importing it succeeds",
             file=str(path),
-            line=line,
+            line=_line_in(exc, str(path)),
             detail=traceback.format_exc(),
+            source="environment" if missing else "user-code",
         ) from exc
-    _loaded[file] = module
+    except BaseException:
+        sys.modules.pop(mod_name, None)
+        raise
     return module
 
 

@@ -3,26 +3,46 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 from workbench.cli.options import add_json_option
+from workbench.profilers.saved import PROFILE_KINDS
 from workbench.run.store import Store
 from workbench.views.text import print_json, table
+
+KINDS: dict[str, tuple[str, ...]] = {
+    "check": ("check",),
+    "bench": ("bench",),
+    "ir": ("ir",),
+    "resources": ("ir",),  # `resources` runs the ir job: one kind in the store
+    "profile": PROFILE_KINDS,  # the profiled child, and reports read with --import
+}
+"""What --kind accepts, and the kinds stored for each."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("history", help="past runs, newest first")
     p.add_argument("name", nargs="?")
-    p.add_argument("--kind", help="only runs of this kind (check, bench, profile, ...)")
+    p.add_argument(
+        "--kind",
+        choices=KINDS,
+        help="only runs of this kind (resources and ir share one: both compile)",
+    )
     p.add_argument("--limit", type=int, default=30)
     add_json_option(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    records = Store().history(args.name, args.kind, args.limit)
+    store = Store()
+    records = store.history(args.name, KINDS[args.kind] if args.kind else None, args.limit)
+    if not records:
+        print(_nothing(store, args.name, args.kind), file=sys.stderr)
     if args.json:
         print_json([r.to_dict() for r in records])
+        return 0
+    if not records:
         return 0
     rows = [
         (
@@ -39,6 +59,16 @@ def run(args: argparse.Namespace) -> int:
     ]
     print(table(("run", "started", "kind", "kernel", "status", "mode", "verdict", "time"), rows))
     return 0
+
+
+def _nothing(store: Store, name: str | None, kind: str | None) -> str:
+    """Why the table would be empty: no runs at all, none of that kernel, or none of that kind."""
+    runs = f"{kind} runs" if kind else "runs"
+    if not store.path.exists():
+        return f"no runs recorded yet in {store.root} (set WORKBENCH_REPORTS to read another)"
+    if name and name not in (kernels := store.kernels()):
+        return f"no runs of {name!r} in {store.path}; kernels with runs: {', '.join(kernels)}"
+    return f"no {runs}{f' of {name!r}' if name else ''} in {store.path}"
 
 
 def _verdict(r) -> str:  # type: ignore[no-untyped-def]

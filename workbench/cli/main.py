@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from workbench.cli import bench, check, history, ir, listing, profile, resources
@@ -21,6 +22,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="workbench", description="Check, measure, read and profile Triton kernels."
     )
+    # Before the command too (`workbench --path DIR` opens the TUI on DIR); a subcommand's own
+    # --path default would overwrite it if both wrote one attribute.
+    add_path_option(parser, dest="leading_path")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     tui = sub.add_parser("tui", help="open the terminal UI (the default)")
     add_path_option(tui)
@@ -30,13 +34,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    paths = [*args.leading_path, *getattr(args, "path", [])]
     if args.command in (None, "tui"):
         from workbench.tui.app import run_app
 
-        return run_app(getattr(args, "path", []))
+        return run_app(paths)
+    if args.leading_path and not hasattr(args, "path"):
+        parser.error(f"`{args.command}` takes no --path")
+    args.path = paths
     try:
-        return int(args.run(args))
+        code = int(args.run(args))
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at exit
+        return code
     except WorkbenchError as exc:
         if getattr(args, "json", False):
             print_json({"error": exc.problem.to_dict()})
@@ -45,6 +56,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader left (`| head`): nothing more can be shown. Python's own flush at exit
+        # would fail again, so stdout goes to devnull; 141 is 128 + SIGPIPE, what a tool killed
+        # by the closed pipe reports, and none of the statuses that say what a command found.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 
 
-def add_path_option(parser: argparse.ArgumentParser) -> None:
+def add_path_option(parser: argparse.ArgumentParser, dest: str = "path") -> None:
     parser.add_argument(
         "--path",
+        dest=dest,
         action="append",
         default=[],
         metavar="FILE_OR_DIR",

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import importlib.util
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from workbench.catalog.spec import KernelSpec
@@ -159,21 +157,14 @@ def compile_mode(spec: KernelSpec, file: str) -> KernelSpec:
     """
     if not compat.interpreting() and not any(compat.is_interpreted(j) for j in spec.jit):
         return spec
-    from workbench.catalog.loader import module_specs
+    from workbench.catalog.loader import exec_module, module_specs
 
     with compat.interpreter(False):
         compat.compilable_triton_helpers()
         for name, mod in list(sys.modules.items()):
             if _holds_interpreted(mod):
                 _forget(name, mod)
-        path = Path(file).resolve()
-        mod_name = f"workbench_compile.{path.stem}_{abs(hash(str(path))):x}"
-        loader_spec = importlib.util.spec_from_file_location(mod_name, path)
-        if loader_spec is None or loader_spec.loader is None:
-            raise fail("import-error", f"cannot import {path}", "is it a Python file?", file=file)
-        module = importlib.util.module_from_spec(loader_spec)
-        sys.modules[mod_name] = module
-        loader_spec.loader.exec_module(module)
+        module = exec_module(file, "workbench_compile")
     for found in module_specs(module):
         if found.name == spec.name:
             return found

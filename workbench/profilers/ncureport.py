@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.profilers import summary
 from workbench.profilers.names import DOMAIN
 from workbench.profilers.toolerrors import report_problem
-from workbench.runtime.errors import WorkbenchError
+from workbench.runtime.errors import WorkbenchError, fail
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -86,6 +86,9 @@ class NcuProfile:
 
 
 _module: Any = None
+import_failures: dict[str, str] = {}
+"""Readers that failed to import, and why (e.g. the ncu install's copy missing a library): said
+beside whichever reader was used, since a mismatched reader misreads newer reports."""
 
 
 def import_ncu_report(ncu_path: str | None = None) -> tuple[Any, str] | None:
@@ -102,7 +105,9 @@ def import_ncu_report(ncu_path: str | None = None) -> tuple[Any, str] | None:
         try:
             _module = importlib.import_module("ncu_report")
             return _module, getattr(_module, "__file__", "ncu_report")
-        except Exception:  # noqa: BLE001 - a broken copy: try the next reader
+        except Exception as exc:  # noqa: BLE001 - a broken copy: try the next reader
+            where = str(folder / "ncu_report.py") if folder else "the ncu-report package"
+            import_failures[where] = f"{type(exc).__name__}: {exc}"
             sys.modules.pop("ncu_report", None)
             if folder is not None:
                 sys.path.remove(str(folder))
@@ -118,12 +123,18 @@ def load(path: str, ncu_path: str | None = None) -> NcuProfile:
         return from_csv_text(p.read_text(errors="replace"), path)
     found = import_ncu_report(ncu_path)
     if found is not None:
-        return _from_ncu_report(found[0], path, found[1])
-    if ncu_path is None:
-        from workbench.profilers import tools
+        profile = _from_ncu_report(found[0], path, found[1])
+    else:
+        if ncu_path is None:
+            from workbench.profilers import tools
 
-        ncu_path = tools.find("ncu").path
-    return from_csv_text(export_csv(ncu_path, path), path)
+            ncu_path = tools.find("ncu").path
+        profile = from_csv_text(export_csv(ncu_path, path), path)
+    failed = "; ".join(
+        f"{where} failed to import ({why})" for where, why in import_failures.items()
+    )
+    profile.reader += f"; {failed}" if failed else ""
+    return profile
 
 
 def _check_header(path: str) -> None:
@@ -194,9 +205,15 @@ def _from_ncu_report(mod: Any, path: str, reader: str) -> NcuProfile:
 def _nvtx_stack(action: Any) -> list[str]:
     """The push/pop stack in our domain (else the first domain with one) at the launch."""
     try:
-        state = action.nvtx_state()
-    except Exception:  # noqa: BLE001 - a report without NVTX data
-        return []
+        state = action.nvtx_state()  # None when the launch has no NVTX data
+    except Exception as exc:  # noqa: BLE001 - the reader's errors vary by version
+        raise fail(
+            "nvtx-unreadable",
+            f"ncu_report could not read a launch's NVTX ranges: {type(exc).__name__}: {exc}",
+            "read the report with the ncu_report of the ncu that wrote it (WORKBENCH_NCU), or "
+            "export it as CSV (ncu -i FILE --csv --page raw) and import that",
+            source="tool",
+        ) from exc
     if state is None:
         return []
     stacks: list[tuple[str, list[str]]] = []

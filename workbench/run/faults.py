@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import traceback
 from pathlib import Path
@@ -12,10 +13,13 @@ _PACKAGE = str(Path(__file__).resolve().parents[1])
 
 
 def problem_from_exception(exc: BaseException) -> Problem:
+    """The exception as a Problem whose remedy follows from where it arose: the user's code (named
+    by file:line), a path of the environment, or the workbench and the libraries under it."""
     name = type(exc).__name__
     text = str(exc).strip()
     first = text.splitlines()[0] if text else name
-    file, line = _user_frame(exc)
+    file, line = _compile_site(exc) or _user_frame(exc)
+    at = f"{os.path.basename(file)}:{line}" if file and line else "the line shown"
     detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-6000:]
     if "CUDA error" in text or "illegal memory access" in text or name == "AcceleratorError":
         return Problem(
@@ -26,6 +30,7 @@ def problem_from_exception(exc: BaseException) -> Problem:
             file,
             line,
             detail,
+            "user-code",
         )
     if name == "OutOfResources":
         return Problem(
@@ -35,40 +40,76 @@ def problem_from_exception(exc: BaseException) -> Problem:
             file,
             line,
             detail,
+            "user-code",
         )
     if name in ("CompilationError", "CompileTimeAssertionFailure", "PTXASError", "MLIRError"):
         return Problem(
             "compile-error",
-            f"Triton could not compile the kernel: {_compile_message(text)}",
-            "fix the kernel source at the line shown",
+            f"Triton could not compile the kernel: {_compile_message(exc, text)}",
+            f"fix the kernel source at {at}",
             file,
             line,
             detail,
+            "user-code",
         )
     if name == "InterpreterError":  # the interpreter's face of a front-end (compile) error
         return Problem(
             "compile-error",
             f"Triton rejected the kernel (interpreter): {first}",
-            "fix the kernel source at the line shown",
+            f"fix the kernel source at {at}",
             file,
             line,
             detail,
+            "user-code",
+        )
+    if file:
+        remedy = f"fix the code at {at} (the traceback is in the detail: --json, or the run log)"
+        return Problem("exception", f"{name}: {first}", remedy, file, line, detail, "user-code")
+    if isinstance(exc, OSError) and exc.filename:
+        return Problem(
+            "os-error",
+            f"{exc.strerror or name}: {exc.filename}",
+            f"check that {exc.filename} (or the folder it should be in) exists and is writable",
+            str(exc.filename),
+            None,
+            detail,
+            "environment",
         )
     return Problem(
-        "exception",
+        "internal-error",
         f"{name}: {first}",
-        "fix the code at the line shown (the traceback is in the detail)",
-        file,
-        line,
+        "the error arose inside the workbench or a library it runs, not in the kernel's code: "
+        "the traceback is in the detail (--json, or the run log); please report it",
+        None,
+        None,
         detail,
+        "tool",
     )
 
 
-def _compile_message(text: str) -> str:
-    """Triton's message opens with "at LINE:COL:" and the offending source; keep both and the
-    error itself (the last line)."""
+def _compile_message(exc: BaseException, text: str) -> str:
+    """Triton's message opens with "at LINE:COL:" (counted inside the function) and the source;
+    with the absolute line known (the Problem's file:line) the error itself is enough."""
+    message = getattr(exc, "error_message", None)
+    if message and _compile_site(exc):
+        return str(message).strip().splitlines()[-1]
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     return " | ".join(lines[:2] + lines[-1:]) if len(lines) > 3 else " | ".join(lines)
+
+
+def _compile_site(exc: BaseException) -> tuple[str, int] | None:
+    """File and absolute line of a Triton front-end error: its node's line is counted from the
+    function's `def`, which the code generator that raised it knows (`begin_line`, `file_name`)."""
+    node, src = getattr(exc, "node", None), getattr(exc, "src", None)
+    if getattr(node, "lineno", None) is None or src is None:
+        return None
+    site = None
+    for frame, _ in traceback.walk_tb(exc.__traceback__):
+        gen = frame.f_locals.get("self")
+        begin = getattr(gen, "begin_line", None)
+        if getattr(getattr(gen, "jit_fn", None), "src", None) == src and isinstance(begin, int):
+            site = (str(gen.file_name), begin + node.lineno)
+    return site
 
 
 def _user_frame(exc: BaseException) -> tuple[str | None, int | None]:

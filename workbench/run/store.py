@@ -11,6 +11,7 @@ import os
 import secrets
 import sqlite3
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +56,7 @@ def unwritable(path: Path, exc: OSError):  # type: ignore[no-untyped-def]
         f"cannot write to {path}: {exc.strerror or exc}",
         "make reports/ writable (chmod/chown) or point WORKBENCH_REPORTS at a writable folder",
         file=str(path),
+        source="environment",
     )
 
 
@@ -123,24 +125,35 @@ class Store:
         finally:
             conn.close()
 
-    def history(self, kernel: str | None = None, kind: str | None = None, limit: int = 50):
+    def _read(self) -> sqlite3.Connection:
+        """A read-only connection: reading needs no write access to reports/ (a WAL database in
+        a folder that can't be written opens as immutable, since nothing can change it there)."""
+        uri = self.path.resolve().as_uri()
+        try:
+            conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=60)
+            conn.execute("SELECT 1 FROM runs LIMIT 1")
+        except sqlite3.OperationalError:
+            conn = sqlite3.connect(f"{uri}?immutable=1", uri=True)
+        return conn
+
+    def history(
+        self, kernel: str | None = None, kind: str | Sequence[str] | None = None, limit: int = 50
+    ) -> list[RunRecord]:
+        """Newest first; `kind` is one stored kind or several."""
         if not self.path.exists():
             return []
-        conn = self._connect()
-        try:
-            where, args = [], []
-            if kernel:
-                where.append("kernel = ?")
-                args.append(kernel)
-            if kind:
-                where.append("kind = ?")
-                args.append(kind)
-            sql = f"SELECT {', '.join(COLUMNS)} FROM runs"
-            sql += f" WHERE {' AND '.join(where)}" if where else ""
-            sql += " ORDER BY started DESC LIMIT ?"
-            rows = conn.execute(sql, [*args, limit]).fetchall()
-        finally:
-            conn.close()
+        kinds = [kind] if isinstance(kind, str) else list(kind or [])
+        where, args = [], []
+        if kernel:
+            where.append("kernel = ?")
+            args.append(kernel)
+        if kinds:
+            where.append(f"kind IN ({', '.join('?' * len(kinds))})")
+            args.extend(kinds)
+        sql = f"SELECT {', '.join(COLUMNS)} FROM runs"
+        sql += f" WHERE {' AND '.join(where)}" if where else ""
+        sql += " ORDER BY started DESC LIMIT ?"
+        rows = self._query(sql, [*args, limit])
         return [
             RunRecord(
                 **{
@@ -150,3 +163,26 @@ class Store:
             )
             for row in rows
         ]
+
+    def kernels(self) -> list[str]:
+        """Names of the kernels that have runs, A to Z."""
+        if not self.path.exists():
+            return []
+        return [r[0] for r in self._query("SELECT DISTINCT kernel FROM runs ORDER BY kernel", [])]
+
+    def _query(self, sql: str, args: list) -> list[tuple]:
+        try:
+            conn = self._read()
+            try:
+                return conn.execute(sql, args).fetchall()
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as exc:
+            raise fail(
+                "store-unreadable",
+                f"cannot read {self.path}: {exc}",
+                "check that it is a workbench database you can read, or point WORKBENCH_REPORTS "
+                "at another folder",
+                file=str(self.path),
+                source="environment",
+            ) from exc

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+SOURCES = ("user-code", "usage", "environment", "tool")
+"""user-code: the kernel module (named by file:line); usage: an argument (named by its flag);
+environment: a path, permission or missing package; tool: the workbench, Triton or a profiler."""
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -17,6 +21,8 @@ class Problem:
     line: int | None = None
     detail: str = ""
     """Traceback or tool log tail, for whoever wants to dig."""
+    source: str = ""
+    """Where the fault lies, which decides the remedy: one of SOURCES ("" when not known)."""
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -32,4 +32,5 @@ def print_json(obj: Any) -> None:
 
 
 def print_problem(problem: Problem, prefix: str = "error") -> None:
-    print(f"{prefix}: {problem}", file=sys.stderr)
+    label = f"{prefix} ({problem.source})" if problem.source else prefix
+    print(f"{label}: {problem}", file=sys.stderr)
