@@ -63,12 +63,21 @@ class Catalog:
                 file=broken[0].file,
                 line=broken[0].line,
             )
+        missing = [p.cause for p in self.problems if p.kind == "path-missing"]
+        if missing:
+            raise fail(
+                "path-missing",
+                f"no kernel named {name!r}: {'; '.join(missing)}",
+                "give --path an existing kernel module or folder",
+                source="usage",
+            )
         close = difflib.get_close_matches(name, [k.name for k in self.kernels], n=3)
         hint = f"did you mean {', '.join(close)}? " if close else ""
         raise fail(
             "unknown-kernel",
             f"no kernel named {name!r}",
             f"{hint}run `python -m workbench list` to see the names; add a folder with --path",
+            source="usage",
         )
 
 
@@ -100,7 +109,12 @@ def discover(paths: Sequence[str] = ()) -> Catalog:
     for root in roots:
         if not root.exists():
             catalog.problems.append(
-                Problem("path-missing", f"{root} does not exist", "check the --path argument")
+                Problem(
+                    "path-missing",
+                    f"--path {root} does not exist",
+                    "check the --path argument",
+                    source="usage",
+                )
             )
     seen: dict[str, str] = {}
     for path in module_files(roots):
