@@ -12,11 +12,17 @@ import sys
 import pytest
 from conftest import FIXTURES, ROOT
 
+from workbench.bench import campaign, metrics
 from workbench.bench import report as benchreport
 from workbench.bench.ceilings import Ceilings
-from workbench.cli.bench import _merged, _resumed
+from workbench.bench.job import run_bench
+from workbench.bench.metrics import Timings
+from workbench.bench.result import RECORD_FIELDS, BenchResult, Sample
+from workbench.catalog.discovery import discover
+from workbench.catalog.loader import load_spec
 from workbench.cli.main import main
 from workbench.runtime.errors import WorkbenchError
+from workbench.runtime.grammar import parse_shape, shape_text
 
 BENCH_FIXTURES = sorted(FIXTURES.glob("bench_*.json"))
 H100_VECTOR_ADD = FIXTURES / "bench_h100_vector_add.json"
@@ -61,13 +67,13 @@ def test_bench_refusal_as_json(capsys):
     [("4096x4096", (4096, 4096)), ("268435456", (268435456,)), (" 8,2X3 ", (8, 2, 3))],
 )
 def test_parse_shape(text, shape):
-    assert benchreport.parse_shape(text) == shape
+    assert parse_shape(text) == shape
 
 
 @pytest.mark.parametrize("text", ["", "4096x", "x", "12xq", "0x5", "-3", "1.5", "4096 x 4096 x"])
 def test_parse_shape_rejects(text):
     with pytest.raises(WorkbenchError) as info:
-        benchreport.parse_shape(text)
+        parse_shape(text)
     assert info.value.problem.kind == "bad-shape"
     assert "--shape 4096x4096" in info.value.problem.remedy
 
@@ -91,22 +97,22 @@ def test_bad_arguments_are_refused_before_anything_runs(device, monkeypatch, cap
 
 def test_floor_is_the_slower_of_bytes_and_flops():
     # 3 GB at 3000 GB/s = 1 ms; 1 GFLOP at 745 TFLOP/s is far less: memory-bound.
-    assert benchreport.floor_ms(3e9, 1e9, 3000.0, 745.0) == pytest.approx((1.0, "memory"))
+    assert metrics.floor_ms(3e9, 1e9, 3000.0, 745.0) == pytest.approx((1.0, "memory"))
     # 8192^3 matmul: 2 * 8192^3 FLOP at 745 TFLOP/s = 1.47585 ms; 403 MB at 3 TB/s = 0.134 ms.
-    floor, bound = benchreport.floor_ms(3 * 8192**2 * 2, 2 * 8192**3, 3000.0, 745.0)
+    floor, bound = metrics.floor_ms(3 * 8192**2 * 2, 2 * 8192**3, 3000.0, 745.0)
     assert bound == "compute" and floor == pytest.approx(1.475854, rel=1e-6)
-    assert benchreport.floor_ms(None, 2e12, 3000.0, 1000.0) == pytest.approx((2.0, "compute"))
-    assert benchreport.floor_ms(3e9, None, 3000.0, 1000.0) == pytest.approx((1.0, "memory"))
-    assert benchreport.floor_ms(None, None, 3000.0, 1000.0) == (None, None)
+    assert metrics.floor_ms(None, 2e12, 3000.0, 1000.0) == pytest.approx((2.0, "compute"))
+    assert metrics.floor_ms(3e9, None, 3000.0, 1000.0) == pytest.approx((1.0, "memory"))
+    assert metrics.floor_ms(None, None, 3000.0, 1000.0) == (None, None)
 
 
 def test_rates_ratio_and_speedup():
-    assert benchreport.rates(2.0, 6e9, 4e12) == pytest.approx((3000.0, 2000.0))
-    assert benchreport.rates(2.0, None, None) == (None, None)
-    assert benchreport.roofline_ratio(2.0, 1.0) == 0.5
-    assert benchreport.roofline_ratio(2.0, None) is None
-    assert benchreport.speedup(3.0, 1.5) == 2.0
-    assert benchreport.speedup(None, 1.5) is None
+    assert metrics.rates(2.0, 6e9, 4e12) == pytest.approx((3000.0, 2000.0))
+    assert metrics.rates(2.0, None, None) == (None, None)
+    assert metrics.roofline_ratio(2.0, 1.0) == 0.5
+    assert metrics.roofline_ratio(2.0, None) is None
+    assert metrics.speedup(3.0, 1.5) == 2.0
+    assert metrics.speedup(None, 1.5) is None
 
 
 def test_matmul_rate_takes_the_best_size_and_falls_back_to_bf16():
@@ -140,7 +146,7 @@ def test_fixture_records_follow_the_schema_and_the_arithmetic(path):
     ceil = doc["ceilings"]
     assert ceil["device"] == doc["device"] and ceil["copy_gbps"] > 0
     for rec in doc["records"]:
-        assert set(benchreport.RECORD_FIELDS) <= set(rec)
+        assert set(RECORD_FIELDS) <= set(rec)
         assert rec["device"] == doc["device"]
         assert isinstance(rec["shape"], list) and all(isinstance(d, int) for d in rec["shape"])
         if rec["status"] != "ok":
@@ -148,12 +154,12 @@ def test_fixture_records_follow_the_schema_and_the_arithmetic(path):
             continue
         assert rec["check"]["status"] == "passed"
         assert 0 < rec["ms_p20"] <= rec["ms"] <= rec["ms_p80"]
-        gbps, tflops = benchreport.rates(rec["ms"], rec["bytes"], rec["flops"])
+        gbps, tflops = metrics.rates(rec["ms"], rec["bytes"], rec["flops"])
         assert rec["gbps"] == pytest.approx(gbps) and rec["tflops"] == pytest.approx(tflops)
         rate = max(
             ceil["matmul_tflops"].get(rec["dtype"], ceil["matmul_tflops"]["bfloat16"]).values()
         )
-        floor, bound = benchreport.floor_ms(rec["bytes"], rec["flops"], ceil["copy_gbps"], rate)
+        floor, bound = metrics.floor_ms(rec["bytes"], rec["flops"], ceil["copy_gbps"], rate)
         assert (rec["floor_ms"], rec["bound"]) == (pytest.approx(floor), bound)
         assert rec["roofline_ratio"] == pytest.approx(floor / rec["ms"])
         assert 0.3 < rec["roofline_ratio"] < 1.1  # past 1.1 the byte model or the timing is off
@@ -180,7 +186,7 @@ def test_markdown_from_a_real_result(path):
             continue
         assert cells[:4] == [
             rec["name"],
-            benchreport.shape_text(rec["shape"]),
+            shape_text(rec["shape"]),
             rec["dtype"],
             benchreport.num(rec["ms"], 4),
         ]
@@ -261,14 +267,14 @@ def test_resume_keeps_finished_kernels_and_drops_the_interrupted_one(tmp_path):
     with pytest.raises(ValueError):
         benchreport.resume({**doc, "schema": 0})
     benchreport.write(doc, tmp_path)
-    assert _resumed(tmp_path)["kernels"] == kept["kernels"]
-    assert _resumed(tmp_path / "absent")["kernels"] == []
-    again = _resumed(tmp_path, frozenset({names[0]}))
+    assert campaign.resumed(tmp_path)["kernels"] == kept["kernels"]
+    assert campaign.resumed(tmp_path / "absent")["kernels"] == []
+    again = campaign.resumed(tmp_path, frozenset({names[0]}))
     assert [k["name"] for k in again["kernels"]] == names[1:-1]
     assert all(r["name"] != names[0] for r in again["records"])
     (tmp_path / "bench.json").write_text("{not json")
     with pytest.raises(WorkbenchError) as info:
-        _resumed(tmp_path)
+        campaign.resumed(tmp_path)
     assert info.value.problem.kind == "bad-report"
 
 
@@ -284,17 +290,17 @@ def test_one_kernel_run_updates_its_rows_and_keeps_the_rest(tmp_path):
         "records": [redone],
     }
     benchreport.write(saved, tmp_path)
-    merged = _merged(tmp_path, fresh)
+    merged = campaign.merged(tmp_path, fresh)
     assert [k["name"] for k in merged["kernels"]] == [k["name"] for k in saved["kernels"]]
     assert merged["kernels"][0]["file"] == "k.py"
     assert merged["kernels"][0]["check"] == saved["kernels"][0]["check"]  # kept: none ran now
     assert len(merged["records"]) == len(saved["records"])  # one row replaced, none added
     assert merged["records"] == [redone, *saved["records"][1:]]  # in place
     new_kernel = {**fresh, "kernels": [{**fresh["kernels"][0], "name": "new"}], "records": []}
-    assert _merged(tmp_path, new_kernel)["kernels"][-1]["name"] == "new"
-    assert _merged(tmp_path / "absent", fresh) is fresh
+    assert campaign.merged(tmp_path, new_kernel)["kernels"][-1]["name"] == "new"
+    assert campaign.merged(tmp_path / "absent", fresh) is fresh
     with pytest.raises(WorkbenchError) as info:
-        _merged(tmp_path, {**fresh, "device": "another GPU"})
+        campaign.merged(tmp_path, {**fresh, "device": "another GPU"})
     assert info.value.problem.kind == "bad-report" and "another GPU" in info.value.problem.cause
 
 
@@ -307,3 +313,57 @@ def test_is_clean_needs_every_check_and_case():
     assert "several devices" in benchreport.markdown(doc)
     doc["records"][0]["status"] = "failed"
     assert not benchreport.is_clean(doc)
+
+
+def _replay(records: list[dict]):  # type: ignore[no-untyped-def]
+    """What the H100 gave for each case of a saved run, as `measure` hands it to run_bench."""
+    by_case = {(tuple(r["shape"]), r["dtype"]): r for r in records}
+
+    def measure(shape, dtype, seed):  # type: ignore[no-untyped-def]
+        rec = by_case[(tuple(shape), dtype)]
+        if rec["status"] != "ok":
+            reason = rec["reason"].split(": ", 1)[1]
+            return Sample(rec["check"], reason=reason, problem=rec["problem"])
+        compiled = rec["compile_ms"] if rec["compile_ms"] is not None else rec["speedup_vs_compile"]
+        timings = Timings(
+            **{k: rec[k] for k in ("ms", "ms_p20", "ms_p80", "torch_ms", "bytes", "flops")},
+            compiled=compiled,
+            input_sets=rec["input_sets"],
+        )
+        return Sample(rec["check"], timings)
+
+    return measure
+
+
+@pytest.mark.parametrize("path", [H100_VECTOR_ADD, H100_PARTIAL], ids=lambda p: p.stem)
+def test_run_bench_rebuilds_the_h100_records_from_their_timings(path):
+    """The real bench loop and arithmetic on an H100's raw timings give back its saved records."""
+    doc = _load(path)
+    ceil = Ceilings.from_dict(doc["ceilings"])
+    catalog = discover([str(ROOT / "kernels")])
+    for kernel in {r["name"]: None for r in doc["records"]}:
+        saved = [r for r in doc["records"] if r["name"] == kernel]
+        events: list[dict] = []
+        result = run_bench(
+            load_spec(catalog.find(kernel)),
+            events.append,
+            ceil,
+            _replay(saved),
+            shapes=[r["shape"] for r in saved if r["dtype"] == saved[0]["dtype"]],
+            dtypes=list(dict.fromkeys(r["dtype"] for r in saved)),
+        )
+        got = result.to_dict()
+        assert [e["record"] for e in events if e["event"] == "record"] == got["records"]
+        assert BenchResult.from_dict(got).to_dict() == got
+        assert len(got["records"]) == len(saved)
+        for new, old in zip(got["records"], saved):
+            for key, value in old.items():
+                assert new[key] == (pytest.approx(value) if isinstance(value, float) else value)
+        ok = sum(r["status"] == "ok" for r in saved)
+        assert got["summary"] == {
+            "cases": len(saved),
+            "ok": ok,
+            "failed": 0,
+            "errors": len(saved) - ok,
+        }
+        assert got["correct"] == (ok == len(saved)) and got["device"] == doc["device"]

@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from workbench.catalog.spec import KernelSpec
-from workbench.check import job as check
-from workbench.check.job import CaseResult, boundary_block
+from workbench.check import compare as comparison
+from workbench.check.compare import boundary_block, compare
+from workbench.check.result import CaseResult
 
 
 def _spec() -> KernelSpec:
@@ -16,13 +17,13 @@ def _spec() -> KernelSpec:
 
 def _compare(out: torch.Tensor, ref: torch.Tensor) -> CaseResult:
     case = CaseResult("check", list(ref.shape), "float32", "contiguous")
-    check._compare(_spec(), case, [out], [ref], "float32")
+    compare(_spec(), case, [out], [ref], "float32")
     return case
 
 
-@pytest.mark.parametrize("chunk", [check.CHUNK, 7])  # chunked and whole give the same verdict
+@pytest.mark.parametrize("chunk", [comparison.CHUNK, 7])  # chunked and whole give the same verdict
 def test_missing_tail_is_unwritten_and_boundary_only(monkeypatch, chunk):
-    monkeypatch.setattr(check, "CHUNK", chunk)
+    monkeypatch.setattr(comparison, "CHUNK", chunk)
     ref = torch.randn(4, 1000)
     out = ref.clone()
     out[:, 992:] = float("nan")  # a 16-wide tile's last partial tile never written

@@ -12,6 +12,7 @@ import pytest
 from workbench.profilers import names, ncu, nsys, tools
 from workbench.profilers.launch import PLACEHOLDER, substitute
 from workbench.runtime.errors import WorkbenchError
+from workbench.runtime.grammar import parse_case
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -92,10 +93,12 @@ def test_nvtx_filter_escapes_and_trailing_slash():
     assert rng == "softmax:4096x1024:float16"
     assert names.nvtx_include(rng) == "workbench@softmax:4096x1024:float16/"
     assert names.nvtx_escape("a/b@c,d[e]*+") == r"a\/b\@c\,d\[e\]\*\+"
-    assert names.parse_config("1000,7:float32", None) == names.Config((1000, 7), "float32")
-    assert names.parse_config("268435456", "float16").label == "268435456:float16"
-    with pytest.raises(ValueError):
-        names.parse_config("big", None)
+    assert names.Config(*parse_case("1000,7:float32", None)) == names.Config((1000, 7), "float32")
+    assert names.Config(*parse_case("268435456", "float16")).label == "268435456:float16"
+    assert parse_case("inputs", "float16") == ((), "float16")
+    with pytest.raises(WorkbenchError) as info:
+        parse_case("big", None)
+    assert info.value.problem.kind == "bad-shape" and "--case" in info.value.problem.remedy
 
 
 def test_kernel_names_from_source(tmp_path):

@@ -48,6 +48,10 @@ class Ceilings:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, d: dict) -> Ceilings:
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
+
 
 def quantiles_ms(fn: Callable[[], object]) -> tuple[float, float, float]:
     """(median, 20th, 80th percentile) ms of fn, L2 flushed before every call."""

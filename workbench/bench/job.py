@@ -17,15 +17,19 @@ from typing import Any
 import torch
 
 from workbench.bench import ceilings
-from workbench.bench import report as benchreport
+from workbench.bench.metrics import Timings
+from workbench.bench.result import BenchRecord, BenchResult, Sample, case_record
 from workbench.catalog.spec import KernelSpec, Shape
 from workbench.check import job as check
 from workbench.run import machine
 from workbench.run.faults import problem_from_exception
 from workbench.runtime import tensors
 from workbench.runtime.errors import Problem, WorkbenchError, fail
+from workbench.runtime.grammar import shape_text
 
 Emit = Callable[[dict], None]
+Measure = Callable[[Shape, str | None, int], Sample]
+"""(shape, dtype, seed) -> what the GPU gave for that case."""
 MAX_INPUT_SETS = 16
 L2_SPAN = 3
 """Rotate enough input sets to touch three times the L2 between two uses of the same set."""
@@ -35,57 +39,54 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
     """Worker entry: params may name "shapes", "dtypes", "compile" (bool), "refresh_ceilings"."""
     if ctx.device != "cuda":
         raise fail("needs-gpu", machine.needs_gpu_message("bench"), "run bench on a GPU host")
-    return run_bench(
+    ceil = ceilings.get(bool(params.get("refresh_ceilings")), ctx.emit)
+    compile_ref = params.get("compile", True)
+
+    def measure(shape: Shape, dtype: str | None, seed: int) -> Sample:
+        return measure_case(spec, shape, dtype, ceil.l2_bytes, ctx.device, compile_ref, seed)
+
+    result = run_bench(
         spec,
         ctx.emit,
-        ctx.device,
+        ceil,
+        measure,
         shapes=params.get("shapes"),
         dtypes=params.get("dtypes"),
-        compile_ref=params.get("compile", True),
-        refresh=bool(params.get("refresh_ceilings")),
         seed=int(params.get("seed", 0)),
     )
+    return result.to_dict()
 
 
 def run_bench(
     spec: KernelSpec,
     emit: Emit,
-    device: str = "cuda",
+    ceil: ceilings.Ceilings,
+    measure: Measure,
     shapes: list[list[int]] | None = None,
     dtypes: list[str] | None = None,
-    compile_ref: bool = True,
-    refresh: bool = False,
     seed: int = 0,
-) -> dict:
-    ceil = ceilings.get(refresh, emit)
+) -> BenchResult:
+    """Every case of the kernel through `measure`, each a record; a failing case is a record with
+    status "failed" or "error" and the next one runs, except after a CUDA fault."""
     emit({"event": "ceilings", "ceilings": ceil.to_dict()})
     cases = [(shape, dtype) for dtype in _dtypes(spec, dtypes) for shape in _shapes(spec, shapes)]
-    records = []
+    result = BenchResult(spec.name, ceil.device, ceil)
     for i, (shape, dtype) in enumerate(cases):
-        label = f"{dtype or 'as given'} {benchreport.shape_text(shape)}"
+        label = f"{dtype or 'as given'} {shape_text(shape)}"
         emit({"event": "progress", "done": i, "total": len(cases), "case": label})
-        rec = bench_case(spec, shape, dtype, ceil, device, compile_ref, seed + i)
-        records.append(rec)
-        emit({"event": "record", "record": rec})
-        if (rec.get("problem") or {}).get("kind") == "cuda-error":
-            raise WorkbenchError(Problem(**rec["problem"]))  # the CUDA context is gone
-        torch.cuda.empty_cache()  # give the next case's inputs the whole memory
+        try:
+            sample = measure(shape, dtype, seed + i)
+            rec = case_record(spec.name, shape, dtype, ceil, sample, spec.compile_mode)
+        except Exception as exc:  # noqa: BLE001 - a failing case is a record; the next one runs
+            problem = problem_from_exception(exc)
+            rec = BenchRecord(spec.name, list(shape), dtype or "as given", ceil.device)
+            rec.status, rec.reason, rec.problem = "error", problem.cause, problem.to_dict()
+        result.records.append(rec)
+        emit({"event": "record", "record": rec.to_dict()})
+        if (rec.problem or {}).get("kind") == "cuda-error":
+            raise WorkbenchError(Problem(**rec.problem))  # the CUDA context is gone
     emit({"event": "progress", "done": len(cases), "total": len(cases), "case": ""})
-    status = [r["status"] for r in records]
-    return {
-        "kernel": spec.name,
-        "device": ceil.device,
-        "mode": "gpu",
-        "correct": bool(records) and all(s == "ok" for s in status),
-        "summary": {
-            "cases": len(records),
-            "ok": status.count("ok"),
-            "failed": status.count("failed"),
-            "errors": status.count("error"),
-        },
-        "ceilings": ceil.to_dict(),
-        "records": records,
-    }
+    return result
 
 
 def _shapes(spec: KernelSpec, shapes: list[list[int]] | None) -> list[Shape]:
@@ -104,86 +105,61 @@ def _dtypes(spec: KernelSpec, dtypes: list[str] | None) -> list[str | None]:
     return list(dtypes or spec.dtypes) or [None]
 
 
-def bench_case(
+def measure_case(
     spec: KernelSpec,
     shape: Shape,
     dtype: str | None,
-    ceil: ceilings.Ceilings,
+    l2_bytes: int,
     device: str,
     compile_ref: bool,
     seed: int,
-) -> dict:
-    """One record of bench.json; a failure is a record with status "failed" or "error"."""
-    rec: dict[str, Any] = {f: None for f in benchreport.RECORD_FIELDS}
-    rec.update(name=spec.name, shape=list(shape), dtype=dtype or "as given", device=ceil.device)
-    rec["status"] = "ok"
+) -> Sample:
+    """The check at this shape and, when it passes, the timings (on the GPU)."""
     try:
         case = check.check_case(spec, shape, dtype, device, seed)
-        rec["check"] = {k: getattr(case, k) for k in ("status", "max_abs_diff", "rel_l2")}
+        checked = {k: getattr(case, k) for k in ("status", "max_abs_diff", "rel_l2")}
         if case.status != "passed":
-            rec["status"] = "failed" if case.status == "failed" else "error"
-            rec["reason"] = f"correctness check {case.status}: {case.reason}"
-            rec["problem"] = case.problem
-            return rec
+            return Sample(checked, reason=case.reason, problem=case.problem)
         torch.manual_seed(seed)
-        _measure(spec, shape, dtype, ceil, device, compile_ref, rec)
-    except Exception as exc:  # noqa: BLE001 - a failing case is a record; the next one runs
-        problem = problem_from_exception(exc)
-        rec.update(status="error", reason=problem.cause, problem=problem.to_dict())
-    return rec
+        return _time(spec, shape, dtype, l2_bytes, device, compile_ref, checked)
+    finally:
+        torch.cuda.empty_cache()  # give the next case's inputs the whole memory
 
 
-def _measure(
+def _time(
     spec: KernelSpec,
     shape: Shape,
     dtype: str | None,
-    ceil: ceilings.Ceilings,
+    l2_bytes: int,
     device: str,
     compile_ref: bool,
-    rec: dict,
-) -> None:
+    checked: dict,
+) -> Sample:
     tdtype = tensors.torch_dtype(dtype) if dtype else None
-    sets = input_sets(spec, shape, tdtype, device, ceil.l2_bytes)
+    sets = input_sets(spec, shape, tdtype, device, l2_bytes)
     zeros = _zero_inputs(sets[0])
-    if zeros:
-        rec["note"] = (
-            f"input(s) {zeros} all zeros: the time may be optimistic; draw random inputs in "
-            "make_inputs"
-        )
-    esize = tdtype.itemsize if tdtype is not None else _element_size(sets[0])
-    nbytes = spec.bytes_moved(shape, esize) if spec.bytes_moved else None
-    flops = spec.flops(shape) if spec.flops else None
-
-    ms, p20, p80 = time_rotating(spec.kernel_fn, sets)
-    torch_ms = time_rotating(spec.reference_fn, sets)[0]
-    compiled = (
-        compiled_ms(spec.reference_fn, sets, spec.compile_mode)
-        if compile_ref
-        else "n/a: not asked for"
+    note = (
+        f"input(s) {zeros} all zeros: the time may be optimistic; draw random inputs in make_inputs"
+        if zeros
+        else None
     )
-
-    gbps, tflops = benchreport.rates(ms, nbytes, flops)
-    floor, bound = benchreport.floor_ms(nbytes, flops, ceil.copy_gbps, ceil.matmul_rate(dtype))
-    rec.update(
+    esize = tdtype.itemsize if tdtype is not None else _element_size(sets[0])
+    ms, p20, p80 = time_rotating(spec.kernel_fn, sets)
+    timings = Timings(
         ms=ms,
         ms_p20=p20,
         ms_p80=p80,
-        bytes=nbytes,
-        flops=flops,
-        gbps=gbps,
-        tflops=tflops,
-        floor_ms=floor,
-        bound=bound,
-        roofline_ratio=benchreport.roofline_ratio(ms, floor),
-        torch_ms=torch_ms,
-        compile_ms=compiled if isinstance(compiled, float) else None,
-        compile_mode=spec.compile_mode,
-        speedup_vs_torch=benchreport.speedup(torch_ms, ms),
-        speedup_vs_compile=(
-            benchreport.speedup(compiled, ms) if isinstance(compiled, float) else compiled
+        torch_ms=time_rotating(spec.reference_fn, sets)[0],
+        compiled=(
+            compiled_ms(spec.reference_fn, sets, spec.compile_mode)
+            if compile_ref
+            else "n/a: not asked for"
         ),
+        bytes=spec.bytes_moved(shape, esize) if spec.bytes_moved else None,
+        flops=spec.flops(shape) if spec.flops else None,
         input_sets=len(sets),
     )
+    return Sample(checked, timings, note=note)
 
 
 def input_sets(

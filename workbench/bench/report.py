@@ -1,7 +1,8 @@
-"""Benchmark arithmetic and the benchmark report: records -> bench.json -> README.md.
+"""The benchmark report: its schema (bench.json), resuming and merging saved reports, writing
+them, and the README.md table.
 
 Pure functions on plain data (no torch): the CLI process builds and writes the report, and CPU
-tests check it against a saved GPU result.
+tests check it against a saved GPU result. The arithmetic is `bench.metrics`.
 """
 
 from __future__ import annotations
@@ -14,74 +15,9 @@ import time
 from pathlib import Path
 
 from workbench.runtime.errors import fail
+from workbench.runtime.grammar import shape_text
 
 SCHEMA = 1
-RECORD_FIELDS = (
-    "name",
-    "shape",
-    "dtype",
-    "status",
-    "ms",
-    "gbps",
-    "tflops",
-    "roofline_ratio",
-    "speedup_vs_torch",
-    "speedup_vs_compile",
-    "device",
-)
-"""What every record of bench.json holds, at least."""
-
-
-def parse_shape(text: str) -> tuple[int, ...]:
-    """Parse "4096x4096" (or "4096,4096", or "268435456") into (4096, 4096)."""
-    parts = text.strip().lower().replace(",", "x").split("x")
-    remedy = "write the sizes as positive integers joined by x, e.g. --shape 4096x4096"
-    try:
-        dims = tuple(int(p) for p in parts)
-    except ValueError:
-        raise fail("bad-shape", f"--shape {text!r} is not a list of integers", remedy) from None
-    if any(d <= 0 for d in dims):
-        raise fail("bad-shape", f"--shape {text!r} has a size below 1", remedy)
-    return dims
-
-
-def shape_text(shape: list[int] | tuple[int, ...]) -> str:
-    return "x".join(str(d) for d in shape) or "-"
-
-
-def rates(ms: float, nbytes: float | None, flops: float | None) -> tuple[float | None, ...]:
-    """(GB/s, TFLOP/s) achieved in `ms`, in decimal units; None where the spec gives no model."""
-    seconds = ms * 1e-3
-    gbps = nbytes / seconds / 1e9 if nbytes is not None else None
-    tflops = flops / seconds / 1e12 if flops is not None else None
-    return gbps, tflops
-
-
-def floor_ms(
-    nbytes: float | None, flops: float | None, copy_gbps: float, matmul_tflops: float
-) -> tuple[float | None, str | None]:
-    """The roofline floor: the longer of moving the bytes at copy speed and doing the FLOPs at
-    the measured matmul rate, and which of the two it is ("memory" or "compute")."""
-    memory = nbytes / (copy_gbps * 1e9) * 1e3 if nbytes is not None else None
-    compute = flops / (matmul_tflops * 1e12) * 1e3 if flops is not None else None
-    if memory is None and compute is None:
-        return None, None
-    if compute is None or (memory is not None and memory >= compute):
-        return memory, "memory"
-    return compute, "compute"
-
-
-def roofline_ratio(ms: float, floor: float | None) -> float | None:
-    """Floor time / measured time: 1.0 is the measured ceiling, 0.5 is twice as slow as it."""
-    if floor is None or ms <= 0:
-        return None
-    return floor / ms
-
-
-def speedup(reference_ms: float | None, ms: float | None) -> float | None:
-    if reference_ms is None or not ms:
-        return None
-    return reference_ms / ms
 
 
 def new_doc() -> dict:

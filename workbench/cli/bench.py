@@ -1,25 +1,26 @@
 """`workbench bench NAME` / `bench --all`: time kernels against their references on this GPU.
 
-`--all` checks and benchmarks every kernel of the catalog, one child process per job, and
-rewrites bench.json and README.md in --out after each job, so a kernel that fails, crashes or
-hangs costs only its own rows.
+Arguments and printing; the campaign itself (one child job per check and bench, the report
+rewritten after each) is `bench.campaign`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
+from workbench.bench import campaign
 from workbench.bench import report as benchreport
-from workbench.bench.report import num, ratio, shape_text
+from workbench.bench.report import num, ratio
+from workbench.bench.result import BenchRecord
 from workbench.catalog.discovery import KernelEntry, discover
 from workbench.catalog.spec import DTYPES
 from workbench.cli.options import add_json_option, add_path_option
-from workbench.run import jobs, machine, store
+from workbench.run import machine, store
 from workbench.runtime.errors import fail
+from workbench.runtime.grammar import parse_shape, shape_text
+from workbench.views.rows import run_footer
 from workbench.views.text import print_json, print_problem, table
 
 
@@ -64,7 +65,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    shapes = [list(benchreport.parse_shape(s)) for s in args.shape or []]
+    shapes = [list(parse_shape(s)) for s in args.shape or []]
     if args.all == bool(args.name):
         raise fail(
             "bad-arguments",
@@ -105,64 +106,56 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_one(entry: KernelEntry, params: dict, args: argparse.Namespace) -> int:
     doc = benchreport.new_doc()
-    outcome = _bench(entry, params, args, doc, _add_kernel(doc, entry))
+    kernel = campaign.add_kernel(doc, entry)
+    outcome = campaign.bench(entry, params, args.timeout, doc, kernel, _sayer(args))
     if args.out:
-        _write(_merged(Path(args.out), doc), args.out, quiet=args.json)
+        _write(campaign.merged(Path(args.out), doc), args.out, quiet=args.json)
+    records = [BenchRecord.from_dict(r) for r in doc["records"]]
     if args.json:
         print_json(outcome.to_dict())
     else:
-        print(summary_table(doc["records"]))
+        print(summary_table(records))
         if doc["ceilings"]:
             print("\n" + benchreport.ceilings_line(doc["ceilings"]))
-        for rec in doc["records"]:
-            if rec["status"] != "ok":
-                print(f"  {_where(rec)}: {rec.get('reason')}", file=sys.stderr)
+        for rec in records:
+            if rec.status != "ok":
+                print(f"  {rec.where}: {rec.reason}", file=sys.stderr)
         if outcome.problem:
             print_problem(outcome.problem)
-    _footer(outcome)
-    if not doc["records"]:
+    if outcome.store_problem:
+        print_problem(outcome.store_problem, prefix="not saved")
+    print(run_footer(outcome.run_id, outcome.seconds, outcome.run_dir), file=sys.stderr)
+    if not records:
         return 2
     if outcome.store_problem:
         return 3
-    return 0 if all(r["status"] == "ok" for r in doc["records"]) else 1
+    return 0 if all(r.status == "ok" for r in records) else 1
 
 
 def _run_all(
     entries: list[KernelEntry], problems: list, params: dict, args: argparse.Namespace
 ) -> int:
     out = Path(args.out) if args.out else store.reports_dir() / "bench"
-    unknown = set(args.redo or ()) - {e.name for e in entries}
-    if unknown:
-        raise fail(
-            "bad-arguments",
-            f"--redo names no kernel here: {', '.join(sorted(unknown))}",
-            "use names that `workbench list` shows",
-        )
-    doc = _resumed(out, frozenset(args.redo or ())) if args.resume else benchreport.new_doc()
-    doc["problems"] = [p.to_dict() for p in problems]
-    done = {k["name"] for k in doc["kernels"]}
     try:
-        for n, entry in enumerate(entries, 1):
-            if entry.name in done:
-                _say(args, f"[{n}/{len(entries)}] {entry.name}: done before, kept")
-                continue
-            _say(args, f"[{n}/{len(entries)}] {entry.name}")
-            kernel = _add_kernel(doc, entry)
-            checked = jobs.run_job(jobs.Job("check", entry, {}, timeout=args.timeout))
-            kernel["check"] = _check_summary(checked)
-            _say(args, f"  check: {kernel['check']['status']} {kernel['check']['reason']}")
-            _write(doc, out, quiet=True)
-            _bench(entry, params, args, doc, kernel)
-            _write(doc, out, quiet=True)
+        doc = campaign.run_all(
+            entries,
+            problems,
+            params,
+            out,
+            args.timeout,
+            _sayer(args),
+            resume=args.resume,
+            redo=frozenset(args.redo or ()),
+        )
     except KeyboardInterrupt:
-        doc["interrupted"] = True
-        _write(doc, out, quiet=args.json)
+        if not args.json:
+            print(f"interrupted; the report so far is in {out}", file=sys.stderr)
         raise
     json_path, md_path = _write(doc, out, quiet=True)
     if args.json:
         print_json(doc)
     else:
-        print(summary_table(doc["records"]))
+        print(summary_table([BenchRecord.from_dict(r) for r in doc["records"]]))
         for problem in problems:
             print_problem(problem, prefix="cannot load")
         print(f"\nwrote {json_path} and {md_path}", file=sys.stderr)
@@ -171,108 +164,19 @@ def _run_all(
     return 0 if benchreport.is_clean(doc) else 1
 
 
-def _resumed(out: Path, redo: frozenset[str] = frozenset()) -> dict:
-    return _with_saved(
-        out,
-        lambda saved: benchreport.resume(saved, redo),
-        benchreport.new_doc(),
-        "resume from",
-        "move that file away (or drop --resume) to start the report afresh",
-    )
-
-
-def _merged(out: Path, doc: dict) -> dict:
-    """doc joined to the report already in out (one kernel's rows replaced, the rest kept)."""
-    return _with_saved(
-        out,
-        lambda saved: benchreport.merge(saved, doc),
-        doc,
-        "update",
-        "choose another --out, or move that file away to start a new report",
-    )
-
-
-def _with_saved(
-    out: Path, use: Callable[[dict], dict], missing: dict, action: str, remedy: str
-) -> dict:
-    """use(the report saved in out), or `missing` where there is none; a report that cannot be
-    read or used is a bad-report problem."""
-    path = out / "bench.json"
-    try:
-        return use(json.loads(path.read_text()))
-    except FileNotFoundError:
-        return missing
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise fail("bad-report", f"cannot {action} {path}: {exc}", remedy, file=str(path)) from exc
-
-
-def _add_kernel(doc: dict, entry: KernelEntry) -> dict:
-    kernel = {"name": entry.name, "file": _rel(entry.file), "check": None, "bench": None}
-    doc["kernels"].append(kernel)
-    return kernel
-
-
-def _bench(
-    entry: KernelEntry, params: dict, args: argparse.Namespace, doc: dict, kernel: dict
-) -> jobs.Outcome:
-    """Run one bench job; its records join doc as they arrive (a timeout keeps those so far)."""
-
-    def on_event(event: dict) -> None:
-        kind = event.get("event")
-        if kind == "ceilings":
-            doc["ceilings"] = event["ceilings"]
-            doc["device"] = event["ceilings"]["device"]
-        elif kind == "record":
-            doc["records"].append(event["record"])
-            rec = event["record"]
-            _say(args, f"  {rec['status']:<6} {_where(rec)}  {num(rec.get('ms'), 4)} ms")
-        elif kind == "progress" and event.get("case"):
-            step = f"[{event['done'] + 1}/{event['total']}] " if "done" in event else ""
-            _say(args, f"  {step}{event['case']}")
-
-    outcome = jobs.run_job(jobs.Job("bench", entry, params, timeout=args.timeout), on_event)
-    kernel["bench"] = {
-        "status": outcome.status,
-        "run_id": outcome.run_id,
-        "reason": outcome.problem.cause if outcome.problem else "",
-    }
-    return outcome
-
-
-def _check_summary(outcome: jobs.Outcome) -> dict:
-    result = outcome.result
-    if not result:
-        cause = outcome.problem.cause if outcome.problem else "no result"
-        return {"status": outcome.status, "run_id": outcome.run_id, "reason": cause}
-    s = result["summary"]
-    counts = f"{s['passed']} passed, {s['failed']} failed, {s['errors']} errors"
-    failed = [c for c in result["cases"] if c["status"] in ("failed", "error")]
-    reason = counts + (f"; first: {_case_text(failed[0])}" if failed else "")
-    return {
-        "status": "correct" if result["correct"] else "not correct",
-        "run_id": outcome.run_id,
-        "summary": s,
-        "reason": "" if result["correct"] else reason,
-    }
-
-
-def _case_text(case: dict) -> str:
-    return f"{case['dtype']} {shape_text(case['shape'])} {case['layout']}: {case['reason']}"
-
-
-def summary_table(records: list[dict]) -> str:
+def summary_table(records: list[BenchRecord]) -> str:
     rows = [
         (
-            r["name"],
-            shape_text(r["shape"]),
-            r["dtype"],
-            r["status"],
-            num(r.get("ms"), 4),
-            num(r.get("gbps")),
-            num(r.get("tflops")),
-            ratio(r.get("roofline_ratio")),
-            ratio(r.get("speedup_vs_torch")),
-            _compile_cell(r.get("speedup_vs_compile")),
+            r.name,
+            shape_text(r.shape),
+            r.dtype,
+            r.status,
+            num(r.ms, 4),
+            num(r.gbps),
+            num(r.tflops),
+            ratio(r.roofline_ratio),
+            ratio(r.speedup_vs_torch),
+            _compile_cell(r.speedup_vs_compile),
         )
         for r in records
     ]
@@ -284,10 +188,6 @@ def _compile_cell(value: float | str | None) -> str:
     return value if isinstance(value, str) else ratio(value)
 
 
-def _where(rec: dict) -> str:
-    return f"{rec['name']} {rec['dtype']} {shape_text(rec['shape'])}"
-
-
 def _write(doc: dict, out: str | Path, quiet: bool) -> tuple[Path, Path]:
     paths = benchreport.write(doc, out)
     if not quiet:
@@ -295,20 +195,6 @@ def _write(doc: dict, out: str | Path, quiet: bool) -> tuple[Path, Path]:
     return paths
 
 
-def _rel(file: str) -> str:
-    path = Path(file)
-    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else file
-
-
-def _say(args: argparse.Namespace, text: str) -> None:
-    if not args.json:
-        print(text, file=sys.stderr)
-
-
-def _footer(outcome: jobs.Outcome) -> None:
-    if outcome.store_problem:
-        print_problem(outcome.store_problem, prefix="not saved")
-    print(
-        f"run {outcome.run_id} ({outcome.seconds:.1f} s); artifacts in {outcome.run_dir}",
-        file=sys.stderr,
-    )
+def _sayer(args: argparse.Namespace) -> campaign.Say:
+    """Progress lines on stderr, none with --json."""
+    return (lambda text: None) if args.json else (lambda text: print(text, file=sys.stderr))

@@ -9,7 +9,7 @@ from workbench.catalog.discovery import discover
 from workbench.catalog.spec import DTYPES
 from workbench.cli.options import add_json_option, add_path_option
 from workbench.run import jobs
-from workbench.views.rows import CHECK_HEADERS, check_row, check_verdict
+from workbench.views.rows import CHECK_HEADERS, check_row, check_verdict, run_footer
 from workbench.views.text import print_json, print_problem, table
 
 
@@ -53,10 +53,7 @@ def report(outcome: jobs.Outcome, as_json: bool) -> int:
         print_problem(outcome.problem)
     if outcome.store_problem and not as_json:
         print_problem(outcome.store_problem, prefix="not saved")
-    print(
-        f"run {outcome.run_id} ({outcome.seconds:.1f} s); artifacts in {outcome.run_dir}",
-        file=sys.stderr,
-    )
+    print(run_footer(outcome.run_id, outcome.seconds, outcome.run_dir), file=sys.stderr)
     if not result:
         return 2
     if outcome.store_problem:

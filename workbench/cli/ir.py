@@ -12,15 +12,15 @@ import os
 import sys
 from pathlib import Path
 
-from workbench.bench.report import parse_shape
 from workbench.catalog.discovery import discover
 from workbench.catalog.spec import DTYPES
 from workbench.cli.options import add_json_option, add_path_option
-from workbench.ir.config import parse_config
 from workbench.ir.diff import resource_changes, stage_diff
 from workbench.ir.linemap import STAGES
 from workbench.ir.occupancy import parse_arch
 from workbench.run import jobs
+from workbench.runtime.grammar import parse_settings, parse_shape
+from workbench.views.rows import run_footer
 from workbench.views.text import fmt, print_json, print_problem, table
 
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90")
@@ -62,7 +62,7 @@ def ir_job(
 ) -> jobs.Outcome:
     """Run the child job that compiles `name` (shared by `ir` and `resources`)."""
     for text in configs:
-        parse_config(text)  # a malformed selector fails here, before any compile
+        parse_settings(text)  # a malformed selector fails here, before any compile
     entry = discover(args.path).find(name)
     params = {
         "file": entry.file,
@@ -106,7 +106,7 @@ def finish(outcome: jobs.Outcome, as_json: bool) -> int:
     if outcome.store_problem and not as_json:
         print_problem(outcome.store_problem, prefix="not saved")
     where = (outcome.result or {}).get("out_dir") or outcome.run_dir
-    print(f"run {outcome.run_id} ({outcome.seconds:.1f} s); artifacts in {where}", file=sys.stderr)
+    print(run_footer(outcome.run_id, outcome.seconds, where), file=sys.stderr)
     if not outcome.result:
         return 2
     return 1 if any(v["error"] for v in outcome.result["variants"]) else 0

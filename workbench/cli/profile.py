@@ -11,6 +11,7 @@ import time
 from workbench.cli.options import add_json_option, add_path_option
 from workbench.runtime.errors import fail
 from workbench.views import rows as views
+from workbench.views.rows import run_footer
 from workbench.views.text import fmt, print_json, print_problem, table
 
 
@@ -34,11 +35,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--metrics", default="", help="extra ncu metrics, comma-separated")
     p.add_argument(
-        "--config",
+        "--case",
+        "--config",  # the old name, kept working: `ir --config` means K=V compile settings
+        dest="cases",
         action="append",
         default=[],
         metavar="SHAPE[:DTYPE]",
-        help="e.g. 4096x1024:float16 (repeatable; default: the first bench shape)",
+        help="e.g. 4096x1024:float16 (repeatable; default: the first bench shape); "
+        "--config is its deprecated name",
     )
     p.add_argument("--warmup", type=int, default=2, help="calls before the range (default 2)")
     p.add_argument("--repeats", type=int, help="calls inside the range (ncu 1, nsys 10)")
@@ -80,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         tool=args.tool,
         preset=args.preset,
         metrics=[m.strip() for m in args.metrics.split(",") if m.strip()],
-        configs=args.config,
+        cases=args.cases,
         warmup=args.warmup,
         repeats=args.repeats,
         launch_count=args.launch_count,
@@ -97,12 +101,9 @@ def run(args: argparse.Namespace) -> int:
             show(profile_run.summary)
         if profile_run.problem:
             print_problem(profile_run.problem)
-        print(
-            f"run {profile_run.outcome.run_id} ({profile_run.outcome.seconds:.1f} s, "
-            f"{profile_run.tool.name} {profile_run.tool.version}); "
-            f"artifacts in {profile_run.outcome.run_dir}",
-            file=sys.stderr,
-        )
+        done, tool = profile_run.outcome, profile_run.tool
+        extra = f", {tool.name} {tool.version}"
+        print(run_footer(done.run_id, done.seconds, done.run_dir, extra), file=sys.stderr)
     if profile_run.summary is None:
         return 2
     return 1 if profile_run.problem else 0

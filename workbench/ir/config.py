@@ -1,40 +1,9 @@
-"""`K=V,...` config selectors for `ir` and `resources` (pure; the parent validates, the child
-matches them against the launches it found)."""
+"""`K=V,...` config selectors for `ir` and `resources` matched against the launches a kernel
+makes (pure; the grammar is `runtime.grammar.parse_settings`)."""
 
 from __future__ import annotations
 
 from typing import Any
-
-from workbench.runtime.errors import fail
-
-
-def _value(text: str) -> Any:
-    low = text.strip().lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low == "none":
-        return None
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text.strip()
-
-
-def parse_config(text: str) -> dict[str, Any]:
-    """'BLOCK_M=128,num_warps=8' -> {'BLOCK_M': 128, 'num_warps': 8}."""
-    values: dict[str, Any] = {}
-    for part in (p for p in text.split(",") if p.strip()):
-        key, sep, value = part.partition("=")
-        if not sep or not key.strip():
-            raise fail(
-                "bad-config",
-                f"{part!r} in --config is not KEY=VALUE",
-                "write the config as K=V pairs separated by commas, e.g. BLOCK=1024,num_warps=8",
-            )
-        values[key.strip()] = _value(value)
-    return values
 
 
 def matches(values: dict[str, Any], selector: dict[str, Any]) -> bool:

@@ -19,11 +19,12 @@ from workbench.catalog.spec import KernelSpec
 from workbench.diagnosis import static as findings
 from workbench.ir import resources
 from workbench.ir.capture import OPTION_NAMES, Launch, capture, compile_mode
-from workbench.ir.config import label, matches, parse_config
+from workbench.ir.config import label, matches
 from workbench.ir.linemap import STAGES, SourceMap
 from workbench.run.faults import problem_from_exception
 from workbench.runtime import compat
 from workbench.runtime.errors import Problem, WorkbenchError, fail
+from workbench.runtime.grammar import parse_settings
 
 DEFAULT_ARCH = 90
 TEXT_STAGES = ("ttir", "ttgir", "llir", "ptx")
@@ -118,7 +119,7 @@ def _select(variants: list[dict], selectors: list[str], arch: int) -> list[dict]
         return variants
     chosen = []
     for text in selectors:
-        wanted = parse_config(text)
+        wanted = parse_settings(text)
         hit = next((v for v in variants if matches(v["values"], wanted)), None)
         if hit is None:
             hit = _derive(variants[0], wanted, arch)

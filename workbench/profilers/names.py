@@ -35,18 +35,6 @@ def range_name(kernel: str, config: Config) -> str:
     return f"{kernel}:{config.label}"
 
 
-def parse_config(text: str, default_dtype: str | None) -> Config:
-    """ "4096x1024", "4096x1024:float16", "1000,7:float32" or "inputs" -> Config."""
-    shape_text, _, dtype = text.partition(":")
-    shape_text = shape_text.strip()
-    if shape_text in ("", "inputs", "()"):
-        return Config((), dtype or default_dtype)
-    parts = [p for p in re.split(r"[x,\s]+", shape_text.strip("()[]")) if p]
-    if not parts or not all(p.isdigit() for p in parts):
-        raise ValueError(f"{text!r} is not SHAPE[:DTYPE] (e.g. 4096x1024:float16)")
-    return Config(tuple(int(p) for p in parts), dtype or default_dtype)
-
-
 def nvtx_escape(name: str) -> str:
     """ncu's NVTX filter syntax gives `@ , [ ] / * +` a meaning; a backslash makes them plain."""
     return _NVTX_SPECIAL.sub(r"\\\1", name)

@@ -16,10 +16,11 @@ from workbench.catalog.discovery import KernelEntry
 from workbench.profilers import ncu as ncu_cmd
 from workbench.profilers import nsys as nsys_cmd
 from workbench.profilers import tools
-from workbench.profilers.names import Config, jit_kernel_names, parse_config, range_name
+from workbench.profilers.names import Config, jit_kernel_names, range_name
 from workbench.profilers.toolerrors import Filters, classify, timeout_problem
 from workbench.run import jobs, machine
 from workbench.runtime.errors import Problem, WorkbenchError, fail
+from workbench.runtime.grammar import parse_case
 
 TOOLS = ("ncu", "nsys")
 
@@ -29,7 +30,7 @@ class Request:
     tool: str = "ncu"
     preset: str = "quick"
     metrics: list[str] = field(default_factory=list)
-    configs: list[str] = field(default_factory=list)
+    cases: list[str] = field(default_factory=list)
     """SHAPE[:DTYPE] strings; empty = the first "bench" shape in the first dtype."""
     warmup: int = 2
     repeats: int | None = None
@@ -65,12 +66,7 @@ class ProfileRun:
 def configs_for(entry: KernelEntry, texts: list[str]) -> list[Config]:
     default_dtype = entry.dtypes[0] if entry.dtypes else None
     if texts:
-        try:
-            return [parse_config(t, default_dtype) for t in texts]
-        except ValueError as exc:
-            raise fail(
-                "bad-config", str(exc), "write it as 4096x1024 or 4096x1024:float16"
-            ) from exc
+        return [Config(*parse_case(t, default_dtype)) for t in texts]
     shapes = entry.shapes or {}
     chosen = shapes.get("bench") or next(iter(shapes.values()), None) or [[]]
     return [Config(tuple(chosen[0]), default_dtype)]
@@ -88,7 +84,7 @@ def plan(entry: KernelEntry, req: Request) -> tuple[tools.Tool, list[str], dict,
             "`python -m workbench profile --import FILE`",
         )
     tool = tools.find(req.tool)
-    configs = configs_for(entry, req.configs)
+    configs = configs_for(entry, req.cases)
     ranges = [range_name(entry.name, c) for c in configs]
     repeats = req.repeats or (1 if req.tool == "ncu" else 10)
     params = {"configs": [c.to_dict() for c in configs], "warmup": req.warmup, "repeats": repeats}

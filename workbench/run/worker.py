@@ -35,6 +35,8 @@ class Context:
     interpreter: bool
     run_dir: str
     emit: Callable[[dict], None]
+    file: str | None = None
+    """The kernel's module (--file), for jobs that import it again."""
 
 
 def _event_stream() -> Callable[[dict], None]:
@@ -62,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         if not gpu:
             os.environ["TRITON_INTERPRET"] = "1"
             compat.fix_interpreter_loop_bounds()  # imports triton: after the switch above
-        ctx = Context("cuda" if gpu else "cpu", not gpu, args.run_dir, emit)
+        ctx = Context("cuda" if gpu else "cpu", not gpu, args.run_dir, emit, args.file)
         spec = _spec(args.file, args.kernel) if args.kernel else None
         module, func = KINDS[args.kind].split(":")
         job: Callable[[Any, dict, Context], dict] = getattr(importlib.import_module(module), func)

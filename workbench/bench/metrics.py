@@ -1,0 +1,73 @@
+"""Benchmark arithmetic: rates, the roofline floor, speedups, and the fields one case's raw
+timings give (pure functions of numbers; no torch, so CPU tests replay a GPU's timings)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Timings:
+    """What the GPU measured for one case, before any arithmetic."""
+
+    ms: float
+    ms_p20: float
+    ms_p80: float
+    torch_ms: float
+    compiled: float | str
+    """The torch.compile'd reference's median ms, or "n/a: why"."""
+    bytes: float | None
+    flops: float | None
+    input_sets: int
+
+
+def rates(ms: float, nbytes: float | None, flops: float | None) -> tuple[float | None, ...]:
+    """(GB/s, TFLOP/s) achieved in `ms`, in decimal units; None where the spec gives no model."""
+    seconds = ms * 1e-3
+    gbps = nbytes / seconds / 1e9 if nbytes is not None else None
+    tflops = flops / seconds / 1e12 if flops is not None else None
+    return gbps, tflops
+
+
+def floor_ms(
+    nbytes: float | None, flops: float | None, copy_gbps: float, matmul_tflops: float
+) -> tuple[float | None, str | None]:
+    """The roofline floor: the longer of moving the bytes at copy speed and doing the FLOPs at
+    the measured matmul rate, and which of the two it is ("memory" or "compute")."""
+    memory = nbytes / (copy_gbps * 1e9) * 1e3 if nbytes is not None else None
+    compute = flops / (matmul_tflops * 1e12) * 1e3 if flops is not None else None
+    if memory is None and compute is None:
+        return None, None
+    if compute is None or (memory is not None and memory >= compute):
+        return memory, "memory"
+    return compute, "compute"
+
+
+def roofline_ratio(ms: float, floor: float | None) -> float | None:
+    """Floor time / measured time: 1.0 is the measured ceiling, 0.5 is twice as slow as it."""
+    if floor is None or ms <= 0:
+        return None
+    return floor / ms
+
+
+def speedup(reference_ms: float | None, ms: float | None) -> float | None:
+    if reference_ms is None or not ms:
+        return None
+    return reference_ms / ms
+
+
+def derived(t: Timings, copy_gbps: float, matmul_tflops: float) -> dict:
+    """Every figure of a bench record that follows from the timings and the two ceilings."""
+    gbps, tflops = rates(t.ms, t.bytes, t.flops)
+    floor, bound = floor_ms(t.bytes, t.flops, copy_gbps, matmul_tflops)
+    compiled = t.compiled if isinstance(t.compiled, float) else None
+    return {
+        "gbps": gbps,
+        "tflops": tflops,
+        "floor_ms": floor,
+        "bound": bound,
+        "roofline_ratio": roofline_ratio(t.ms, floor),
+        "compile_ms": compiled,
+        "speedup_vs_torch": speedup(t.torch_ms, t.ms),
+        "speedup_vs_compile": speedup(compiled, t.ms) if compiled is not None else t.compiled,
+    }

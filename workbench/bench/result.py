@@ -1,0 +1,179 @@
+"""The bench job's output, typed: one record per case (a row of bench.json) and the job's result.
+
+Pure (no torch): the child builds records from raw timings, the parent reads them back with
+`from_dict`; `to_dict` is the JSON the events, the store and bench.json carry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from workbench.bench import metrics
+from workbench.bench.ceilings import Ceilings
+
+RECORD_FIELDS = (
+    "name",
+    "shape",
+    "dtype",
+    "status",
+    "ms",
+    "gbps",
+    "tflops",
+    "roofline_ratio",
+    "speedup_vs_torch",
+    "speedup_vs_compile",
+    "device",
+)
+"""What every record of bench.json holds, at least."""
+MEASURED_FIELDS = (
+    "ms_p20",
+    "ms_p80",
+    "bytes",
+    "flops",
+    "floor_ms",
+    "bound",
+    "torch_ms",
+    "compile_ms",
+    "compile_mode",
+    "input_sets",
+)
+"""What a record holds once the case was timed."""
+
+
+@dataclass
+class BenchRecord:
+    name: str
+    shape: list[int]
+    dtype: str
+    device: str | None
+    status: str = "ok"
+    """ok | failed (the check at this shape failed) | error."""
+    ms: float | None = None
+    gbps: float | None = None
+    tflops: float | None = None
+    roofline_ratio: float | None = None
+    speedup_vs_torch: float | None = None
+    speedup_vs_compile: float | str | None = None
+    """A ratio, or "n/a: why" when torch.compile failed or was not asked for."""
+    check: dict | None = None
+    note: str | None = None
+    ms_p20: float | None = None
+    ms_p80: float | None = None
+    bytes: float | None = None
+    flops: float | None = None
+    floor_ms: float | None = None
+    bound: str | None = None
+    torch_ms: float | None = None
+    compile_ms: float | None = None
+    compile_mode: str | None = None
+    input_sets: int | None = None
+    reason: str | None = None
+    problem: dict | None = None
+
+    @property
+    def where(self) -> str:
+        return f"{self.name} {self.dtype} {'x'.join(map(str, self.shape)) or '-'}"
+
+    def to_dict(self) -> dict:
+        """RECORD_FIELDS always, MEASURED_FIELDS once timed, the rest where set."""
+        out = {k: getattr(self, k) for k in RECORD_FIELDS}
+        for f in fields(self):
+            if f.name in RECORD_FIELDS:
+                continue
+            value = getattr(self, f.name)
+            if value is not None or (f.name in MEASURED_FIELDS and self.ms is not None):
+                out[f.name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict) -> BenchRecord:
+        return cls(**{f.name: d.get(f.name) for f in fields(cls) if f.name in d})
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One case as the GPU gave it: the check at that shape and, when it passed, the timings."""
+
+    check: dict
+    """status, max_abs_diff, rel_l2 of the check at this shape."""
+    timings: metrics.Timings | None = None
+    reason: str = ""
+    problem: dict | None = None
+    note: str | None = None
+
+
+def case_record(
+    name: str,
+    shape: tuple[int, ...] | list[int],
+    dtype: str | None,
+    ceil: Ceilings,
+    sample: Sample,
+    compile_mode: str,
+) -> BenchRecord:
+    """The record of one case: its figures where it was timed, else why it was not."""
+    rec = BenchRecord(name, list(shape), dtype or "as given", ceil.device, check=sample.check)
+    status = sample.check.get("status")
+    if sample.timings is None:
+        rec.status = "failed" if status == "failed" else "error"
+        rec.reason = f"correctness check {status}: {sample.reason}"
+        rec.problem = sample.problem
+        return rec
+    t = sample.timings
+    figures = metrics.derived(t, ceil.copy_gbps, ceil.matmul_rate(dtype))
+    return replace(
+        rec,
+        **figures,
+        note=sample.note,
+        ms=t.ms,
+        ms_p20=t.ms_p20,
+        ms_p80=t.ms_p80,
+        bytes=t.bytes,
+        flops=t.flops,
+        torch_ms=t.torch_ms,
+        compile_mode=compile_mode,
+        input_sets=t.input_sets,
+    )
+
+
+@dataclass
+class BenchResult:
+    kernel: str
+    device: str
+    ceilings: Ceilings
+    records: list[BenchRecord] = field(default_factory=list)
+    mode: str = "gpu"
+
+    @property
+    def correct(self) -> bool:
+        return bool(self.records) and all(r.status == "ok" for r in self.records)
+
+    def summary(self) -> dict[str, int]:
+        status = [r.status for r in self.records]
+        return {
+            "cases": len(status),
+            "ok": status.count("ok"),
+            "failed": status.count("failed"),
+            "errors": status.count("error"),
+        }
+
+    def to_dict(self) -> dict:
+        return {
+            "kernel": self.kernel,
+            "device": self.device,
+            "mode": self.mode,
+            "correct": self.correct,
+            "summary": self.summary(),
+            "ceilings": self.ceilings.to_dict(),
+            "records": [r.to_dict() for r in self.records],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> BenchResult:
+        return cls(
+            kernel=d["kernel"],
+            device=d["device"],
+            ceilings=Ceilings.from_dict(d["ceilings"]),
+            records=[BenchRecord.from_dict(r) for r in d["records"]],
+            mode=d.get("mode", "gpu"),
+        )
