@@ -8,8 +8,8 @@ import ast
 import pytest
 from conftest import FIXTURES
 
+from workbench.diagnosis.finding import Finding
 from workbench.diagnosis.static import (
-    Finding,
     constexpr_findings,
     drop_guarded,
     host_sync_findings,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, cli
 
-from workbench.profilers import ncureport, nsys, session
+from workbench.profilers import ncureport, nsysreport, session
 from workbench.runtime.errors import WorkbenchError
 
 
@@ -159,8 +159,8 @@ def test_truncated_or_foreign_ncu_report_is_refused(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def trace() -> nsys.NsysProfile:
-    return nsys.load(str(FIXTURES / "nsys_vector_add.sqlite"))
+def trace() -> nsysreport.NsysProfile:
+    return nsysreport.load(str(FIXTURES / "nsys_vector_add.sqlite"))
 
 
 def test_nsys_records_only_the_range_window(trace):
@@ -185,7 +185,7 @@ def test_nsys_range_summary_kernels_inside_and_gaps(trace):
 
 
 def test_nsys_nested_ranges_of_a_workload():
-    t = nsys.load(str(FIXTURES / "nsys_transformer.sqlite"))
+    t = nsysreport.load(str(FIXTURES / "nsys_transformer.sqlite"))
     summary = t.range_summary().set_index("range")
     top = summary.loc["transformer:8x128x256x8x4:float32"]
     assert top["instances"] == 1 and top["kernels"] == 108  # 3 forward passes
@@ -209,7 +209,7 @@ def test_corrupt_sqlite_is_refused(tmp_path):
     bad = tmp_path / "bad.sqlite"
     bad.write_bytes((FIXTURES / "nsys_vector_add.sqlite").read_bytes()[:5000])
     with pytest.raises(WorkbenchError) as err:
-        nsys.load(str(bad))
+        nsysreport.load(str(bad))
     assert err.value.problem.kind == "corrupt-report"
 
 

@@ -1,7 +1,7 @@
 """Measured findings: what Nsight Compute measured, matched to the pitfall table.
 
-The input is one kernel entry of `profilers.summary.ncu_dict` (plain JSON, base units, with its
-`rules` and `hot_lines`); the output is `findings.Finding` records, the same ones the static
+The input is one kernel entry of an ncu summary (`profilers.summary.ncu_dict`: plain JSON, base
+units, with its `rules` and `hot_lines`); the output is `Finding` records, the same ones the static
 findings use, so a spill measured by ncu and one read from the cubin look alike. Pure functions
 of that data: no I/O, no pandas. Ids: register-spill, smem-bank-conflicts, low-occupancy,
 occupancy-gap (pitfall rows), and ncu-rule (NVIDIA's own rule with the largest estimated gain).
@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection
 
-from workbench.diagnosis.static import OCCUPANCY_FLOOR, SEVERITIES, Finding
+from workbench.diagnosis.finding import SEVERITIES, Finding
+from workbench.diagnosis.static import OCCUPANCY_FLOOR
 
 SPILL_FIX = (
     "cut live registers: a smaller tile or fewer accumulators per program, spread the tile over "
@@ -90,13 +91,6 @@ def measured(summary: dict) -> list[Finding]:
         found,
         key=lambda f: (severity.get(f.severity, 9), f.evidence["launch"] or 0, ORDER.index(f.id)),
     )
-
-
-def for_summary(summary: dict) -> list[dict]:
-    """The findings a summary carries, or computed now (summaries saved before they existed)."""
-    if "findings" in summary:
-        return summary["findings"]
-    return [f.to_dict() for f in measured(summary)]
 
 
 def kernel_findings(k: dict) -> list[Finding]:

@@ -11,35 +11,15 @@ import ast
 import re
 import textwrap
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
 
+from workbench.diagnosis.finding import SEVERITIES, Finding
 from workbench.ir.linemap import Key, StageMap
 from workbench.ir.resources import Resources
 
-SEVERITIES = ("high", "medium", "low")
 PER_CONFIG = ("register-spill", "low-occupancy")
 """Findings whose figures differ per config: never merged across configs."""
 OCCUPANCY_FLOOR = 50.0
 """Theoretical occupancy (%) below which a finding is raised."""
-
-
-@dataclass(frozen=True)
-class Finding:
-    id: str
-    title: str
-    severity: str
-    """high | medium | low."""
-    evidence: dict = field(hash=False, compare=False)
-    fix: str = ""
-    file: str | None = None
-    line: int | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> Finding:
-        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
 
 
 # ---- resources -------------------------------------------------------------------------------

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import inspect
 import re
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 from workbench.catalog.spec import KernelSpec
-from workbench.diagnosis import static as findings
-from workbench.ir import resources
+from workbench.diagnosis import Compiled, diagnose_compile, irregular_shapes
+from workbench.ir import disasm, resources
 from workbench.ir.capture import OPTION_NAMES, Launch, capture, compile_mode
 from workbench.ir.config import label, matches
 from workbench.ir.linemap import STAGES, SourceMap
@@ -34,7 +33,7 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
     compat.require_supported()
     import triton
 
-    spec = compile_mode(spec, params["file"])
+    spec = compile_mode(spec, ctx.file)
     gpu = ctx.device.startswith("cuda")
     device_arch = compat.device_arch() if gpu else None
     arch = params.get("arch") or device_arch or DEFAULT_ARCH
@@ -45,19 +44,21 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
     variants = _variants(capture(spec, ctx.device, params.get("dtype"), shape), arch)
     chosen = _select(variants, params.get("configs") or [], arch)
     shapes = _check_shapes(spec)
-    results = []
+    results: list[dict] = []
+    compiled: list[Compiled] = []
     for i, variant in enumerate(chosen):
         ctx.emit({"event": "progress", "done": i, "total": len(chosen), "case": variant["label"]})
         folder = out_dir / f"{i}_{variant['launch'].name}"
-        result = _build(variant, arch, on_device, folder, stages, params, shapes)
+        result, facts = _build(variant, arch, on_device, folder, stages, params)
         results.append(result)
+        compiled += [facts] if facts else []
         ctx.emit({"event": "variant", "variant": {k: result[k] for k in ("label", "error")}})
     ctx.emit({"event": "progress", "done": len(chosen), "total": len(chosen), "case": ""})
-    found = [f for r in results for f in r.pop("_findings")]
-    found += _source_findings(spec, [v["launch"] for v in chosen])
-    found = findings.drop_guarded(found, lambda f: Path(f).read_text())
-    irregular = findings.irregular_shapes(shapes)
-    merged = findings.merge(found)
+    launches = [v["launch"] for v in chosen]
+    merged = diagnose_compile(
+        compiled, _kernel_sources(launches), _wrapper_sources(spec.kernel_fn), shapes
+    )
+    irregular = irregular_shapes(shapes)
     return {
         "kernel": spec.name,
         "mode": "gpu" if on_device else "cross-compile",
@@ -150,8 +151,8 @@ def _build(
     folder: Path,
     stages: list[str],
     params: dict,
-    shapes: list[tuple[int, ...]],
-) -> dict:
+) -> tuple[dict, Compiled | None]:
+    """The variant's result, and what the diagnosis reads of it (None when it did not compile)."""
     launch: Launch = variant["launch"]
     file, def_line = _where(launch.fn)
     result: dict[str, Any] = {
@@ -169,8 +170,8 @@ def _build(
         "cross_check": None,
         "timings": {},
         "error": None,
-        "_findings": [],
     }
+    facts = None
     try:
         start = time.perf_counter()
         if on_device:
@@ -180,7 +181,8 @@ def _build(
         result["timings"]["compile_s"] = round(time.perf_counter() - start, 3)
         result["hash"] = kernel.hash
         texts = _write_artifacts(kernel, folder, stages, result)
-        res = _resources(kernel, arch, folder, result)
+        res = disasm.kernel_resources(kernel, arch, result["artifacts"]["cubin"])
+        result["resources"] = res.to_dict()
         if on_device:
             result["device"] = resources.agreement(res, int(kernel.n_regs), int(kernel.n_spills))
             if params.get("cross_check"):
@@ -189,19 +191,15 @@ def _build(
         smap = SourceMap.build(texts)
         result["sourcemap"] = smap.to_dict()
         result["timings"]["sourcemap_s"] = round(time.perf_counter() - start, 3)
-        where = (file, def_line)
-        for detect in (findings.spill_finding, findings.occupancy_finding):
-            if (f := detect(res, variant["label"], where)) is not None:
-                result["_findings"].append(f)
-        irregular = _irregular_for(shapes, variant["values"])
-        result["_findings"] += findings.ir_findings(
-            texts["ttir"], smap.stages["ttir"], variant["label"], irregular
+        ttir_map = smap.stages["ttir"]
+        facts = Compiled(
+            variant["label"], (file, def_line), res, texts["ttir"], ttir_map, variant["values"]
         )
     except WorkbenchError as exc:
         result["error"] = exc.problem.to_dict()
     except Exception as exc:  # noqa: BLE001 - one config failing leaves the others' results
         result["error"] = _compile_problem(exc).to_dict()
-    return result
+    return result, facts
 
 
 def _write_artifacts(kernel: Any, folder: Path, stages: list[str], result: dict) -> dict[str, str]:
@@ -217,7 +215,7 @@ def _write_artifacts(kernel: Any, folder: Path, stages: list[str], result: dict)
             texts[stage] = kernel.asm[stage]
     if "sass" in stages:
         start = time.perf_counter()
-        texts["sass"] = _run_tool("nvdisasm", "-c", "-gi", str(cubin))
+        texts["sass"] = disasm.sass(str(cubin))
         result["timings"]["sass_s"] = round(time.perf_counter() - start, 3)
     for stage, text in texts.items():
         path = folder / f"{name}.{stage}"
@@ -225,24 +223,6 @@ def _write_artifacts(kernel: Any, folder: Path, stages: list[str], result: dict)
         result["artifacts"][stage] = str(path)
         result["line_counts"][stage] = text.count("\n")
     return texts
-
-
-def _resources(kernel: Any, arch: int, folder: Path, result: dict) -> resources.Resources:
-    cubin = result["artifacts"]["cubin"]
-    usage = resources.parse_resource_usage(_run_tool("cuobjdump", "--dump-resource-usage", cubin))
-    name = kernel.metadata.name
-    if name not in usage:
-        raise fail(
-            "no-resource-usage",
-            f"cuobjdump printed no resource usage for {name} in {cubin}",
-            "check that the cubin was written completely; run cuobjdump on it by hand",
-        )
-    md = kernel.metadata
-    res = resources.resources(
-        name, arch, usage[name], compat.shared_bytes(md), md.num_warps, md.num_stages
-    )
-    result["resources"] = res.to_dict()
-    return res
 
 
 def _cross_check(
@@ -254,13 +234,7 @@ def _cross_check(
     seconds = round(time.perf_counter() - start, 3)
     cubin = folder / f"{kernel.metadata.name}.cross.cubin"
     cubin.write_bytes(kernel.asm["cubin"])
-    usage = resources.parse_resource_usage(
-        _run_tool("cuobjdump", "--dump-resource-usage", str(cubin))
-    )
-    md = kernel.metadata
-    cross = resources.resources(
-        md.name, arch, usage.get(md.name, {}), compat.shared_bytes(md), md.num_warps, md.num_stages
-    )
+    cross = disasm.kernel_resources(kernel, arch, str(cubin))
     return {
         "same_hash": kernel.hash == device_hash,
         "regs": cross.regs,
@@ -270,19 +244,6 @@ def _cross_check(
         == (res.regs, res.spill_bytes, res.shared_bytes),
         "compile_s": seconds,
     }
-
-
-def _run_tool(name: str, *args: str) -> str:
-    path = compat.tool_path(name)
-    proc = subprocess.run([path, *args], capture_output=True, text=True, timeout=300)
-    if proc.returncode != 0:
-        raise fail(
-            "tool-failed",
-            f"{name} {' '.join(args)} exited with {proc.returncode}",
-            f"run it by hand to see why: {path} {' '.join(args)}",
-            detail=proc.stderr[-2000:],
-        )
-    return proc.stdout
 
 
 def _compile_problem(exc: Exception) -> Problem:
@@ -319,19 +280,13 @@ def _check_shapes(spec: KernelSpec) -> list[tuple[int, ...]]:
     return [tuple(s) for name in spec.shapes if name != "bench" for s in spec.shape_set(name)]
 
 
-def _irregular_for(shapes: list[tuple[int, ...]], values: dict[str, Any]) -> list[tuple[int, ...]]:
-    """Shapes that leave a partial tile for the smallest power-of-two tile size (>= 16)."""
-    tiles = [v for v in values.values() if type(v) is int and v >= 16 and not v & (v - 1)]
-    return findings.irregular_shapes(shapes, min(tiles, default=16))
-
-
-def _source_findings(spec: KernelSpec, launches: list[Launch]) -> list[findings.Finding]:
-    found: list[findings.Finding] = []
+def _kernel_sources(launches: list[Launch]) -> list[tuple[str, str, int]]:
+    """(source, file, first line) of each distinct @triton.jit function launched."""
+    out = []
     for fn in {id(launch.fn): launch.fn for launch in launches}.values():
         lines, start = inspect.getsourcelines(fn.fn)
-        found += findings.constexpr_findings("".join(lines), _where(fn)[0], start)
-    found += findings.host_sync_findings(_wrapper_sources(spec.kernel_fn))
-    return found
+        out.append(("".join(lines), _where(fn)[0], start))
+    return out
 
 
 def _wrapper_sources(fn: Any) -> list[tuple[str, str, int]]:

@@ -1,7 +1,8 @@
 """Nsight Compute (ncu) and Nsight Systems (nsys) around the workbench's NVTX ranges.
 
 `tools` finds the programs, `target` is the child that opens the ranges, `ncu`/`nsys` build the
-command lines and read the reports into pandas, `toolerrors` turns tool output into Problems and
-`session` ties one profile run together. Nothing here imports torch; pandas is imported only
+command lines, `ncureport`/`nsysreport` read the reports into pandas, `summary` shapes the tables,
+`toolerrors` turns tool output into Problems and `session` ties one profile run together (and has
+the diagnosis find what the summary shows). Nothing here imports torch; pandas is imported only
 inside the functions that parse.
 """

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from workbench.diagnosis import diagnose_profile
 from workbench.run import store
 from workbench.runtime.errors import WorkbenchError
 
@@ -34,7 +35,8 @@ class StoredProfile:
 
 
 def latest(kernel: str) -> StoredProfile | None:
-    """The newest ncu summary the store holds for `kernel` (its run folder's profile.json)."""
+    """The newest ncu summary the store holds for `kernel` (its run folder's profile.json), with
+    its findings (diagnosed now when it was saved before summaries carried them)."""
     db = store.Store()
     records = [r for kind in PROFILE_KINDS for r in db.history(kernel, kind, limit=20)]
     for rec in sorted(records, key=lambda r: r.started, reverse=True):
@@ -43,7 +45,7 @@ def latest(kernel: str) -> StoredProfile | None:
         except (OSError, ValueError):
             continue
         if isinstance(summary, dict) and summary.get("tool") == "ncu":
-            return StoredProfile(rec.id, rec.kind, rec.started, summary)
+            return StoredProfile(rec.id, rec.kind, rec.started, diagnose_profile(summary))
     return None
 
 

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workbench.catalog.discovery import KernelEntry
+from workbench.diagnosis import diagnose_profile
 from workbench.profilers import ncu as ncu_cmd
 from workbench.profilers import nsys as nsys_cmd
-from workbench.profilers import tools
+from workbench.profilers import nsysreport, tools
 from workbench.profilers.names import Config, jit_kernel_names, range_name
 from workbench.profilers.toolerrors import Filters, classify, timeout_problem
 from workbench.run import jobs, machine
@@ -145,7 +146,7 @@ def _read_ncu(run: ProfileRun, run_dir: Path, tool: tools.Tool) -> None:
     if not report.is_file():
         return
     run.report = str(report)
-    run.summary = ncureport.load(str(report), tool.path).to_dict()
+    run.summary = diagnose_profile(ncureport.load(str(report), tool.path).to_dict())
 
 
 def _read_nsys(run: ProfileRun, run_dir: Path, tool: tools.Tool) -> None:
@@ -154,7 +155,7 @@ def _read_nsys(run: ProfileRun, run_dir: Path, tool: tools.Tool) -> None:
         return
     run.report = str(report)
     sqlite = nsys_cmd.export_sqlite(tool.path, str(report))
-    run.summary = nsys_cmd.load(sqlite).to_dict()
+    run.summary = nsysreport.load(sqlite).to_dict()
 
 
 def import_file(path: str) -> dict:
@@ -169,14 +170,14 @@ def import_file(path: str) -> dict:
         ncu_path = None
         if suffix != ".csv" and ncureport.import_ncu_report() is None:
             ncu_path = tools.find("ncu").path
-        return ncureport.load(path, ncu_path).to_dict()
+        return diagnose_profile(ncureport.load(path, ncu_path).to_dict())
     if suffix == ".sqlite":
-        return nsys_cmd.load(path).to_dict()
+        return nsysreport.load(path).to_dict()
     if suffix == ".nsys-rep":
         sqlite = p.with_suffix(".sqlite")
         if not sqlite.is_file():
             sqlite = Path(nsys_cmd.export_sqlite(tools.find("nsys").path, path))
-        return nsys_cmd.load(str(sqlite)).to_dict()
+        return nsysreport.load(str(sqlite)).to_dict()
     raise fail(
         "unknown-report",
         f"{path}: not a report this can read (suffix {suffix or 'none'})",

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from workbench.diagnosis import measured as profile_findings
-
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -139,8 +137,8 @@ def _clean(value: Any) -> Any:
 
 
 def ncu_dict(profile: Any, top_lines: int) -> dict:
-    """The JSON form of an ncu report: per launch the key facts, rule results and hot lines;
-    the measured findings (`profile_findings`) over all launches."""
+    """The JSON form of an ncu report: per launch the key facts, rule results and hot lines
+    (the findings are the diagnosis's: `diagnosis.diagnose_profile`)."""
     kernels = profile.kernels()
     lines = profile.lines()
     rules = profile.rules
@@ -162,7 +160,7 @@ def ncu_dict(profile: Any, top_lines: int) -> dict:
                 for r in hot.to_dict("records")
             ]
         out.append(entry)
-    result = {
+    return {
         "tool": "ncu",
         "file": profile.path,
         "reader": profile.reader,
@@ -170,5 +168,3 @@ def ncu_dict(profile: Any, top_lines: int) -> dict:
         "metrics": int(profile.metrics["metric"].nunique()) if len(profile.metrics) else 0,
         "kernels": out,
     }
-    result["findings"] = [f.to_dict() for f in profile_findings.measured(result)]
-    return result

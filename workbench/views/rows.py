@@ -6,7 +6,7 @@ import os
 from typing import TYPE_CHECKING
 
 from workbench.catalog.discovery import KernelEntry
-from workbench.diagnosis.measured import bank_conflict_ratios, clean_message, for_summary
+from workbench.diagnosis.measured import bank_conflict_ratios, clean_message
 from workbench.views.text import fmt
 
 if TYPE_CHECKING:
@@ -173,7 +173,7 @@ def hot_line_rows(summary: dict, per_launch: int = 6) -> list[tuple[str, ...]]:
 def measured_finding_rows(summary: dict) -> list[tuple[str, str, str, str, str]]:
     """(severity, id, "#launch file:line", title, fix) per measured finding of an ncu summary."""
     rows = []
-    for f in for_summary(summary):
+    for f in summary.get("findings", []):
         where = f" {os.path.basename(f['file'])}:{f['line']}" if f.get("line") else ""
         where = f"#{f['evidence'].get('launch')}{where}"
         rows.append((f["severity"], f["id"], where, f["title"], f["fix"]))
