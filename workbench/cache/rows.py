@@ -1,0 +1,75 @@
+"""Rows and text of a cache report, shared by the CLI and the TUI (pure: no UI imports)."""
+
+from __future__ import annotations
+
+COMPILED_HEADERS = (
+    "entry",
+    "kernel",
+    "triton",
+    "arch",
+    "warps",
+    "stages",
+    "maxnreg",
+    "smem B",
+    "size B",
+    "age",
+    "problems",
+)
+TUNED_HEADERS = ("entry", "kernel", "key", "best config", "p50 ms", "configs", "age")
+
+
+def finding_text(found: list[dict]) -> str:
+    out = [
+        f"[{f['severity']}] {f['id']}: {f['title']}\n    evidence: {f['evidence']}\n"
+        f"    fix: {f['fix']}"
+        for f in found
+    ]
+    return "\n".join(out) or "no cache findings"
+
+
+def compiled_row(c: dict, now: float) -> tuple:
+    return (
+        c["dir"],
+        c["name"],
+        c["triton_version"],
+        c["arch"],
+        c["num_warps"],
+        c["num_stages"],
+        c["maxnreg"],
+        c["shared"],
+        c["size"],
+        age(now - c["mtime"]),
+        ",".join(sorted({p.split(":")[0] for p in c["problems"]})),
+    )
+
+
+def tuned_row(t: dict, now: float) -> tuple:
+    best = t["timings"][t["best"]] if t["best"] is not None else None
+    cfg = best["config"] if best else {}
+    text = " ".join(f"{k}={v}" for k, v in (cfg.get("kwargs") or {}).items())
+    text += f" w{cfg.get('num_warps')} s{cfg.get('num_stages')}" if cfg else ""
+    return (
+        t["dir"],
+        t["kernel"],
+        tuple(t["key"] or ()),
+        text or t["problem"],
+        best["ms"][0] if best else "-",
+        len(t["timings"]),
+        age(now - t["mtime"]),
+    )
+
+
+def age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f}{unit}"
+    return f"{seconds:.0f}s"
+
+
+def summary_line(report: dict) -> str:
+    s = report["scan"]
+    return (
+        f"cache {s['root']}: {len(s['compiled'])} compiled, {len(s['tuned'])} autotune, "
+        f"{len(s['leftovers'])} leftover(s), {s['total_size'] / 1e6:.2f} MB; "
+        f"Triton {report['triton'] or 'not installed'}"
+    )
