@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, cli
 
+from workbench.ir.result import IrResult
+
 KERNELS = str(FIXTURES / "ir_kernels")
 MAX_LINE = 16  # `top = tl.max(x, axis=0)` in ir_small.py
 
@@ -152,3 +154,19 @@ def test_jit_helpers_from_a_package_module_compile(runs):
     result = runs.json("resources", "uses_helper", "--path", KERNELS)["result"]
     (variant,) = result["variants"]
     assert variant["error"] is None and variant["resources"]["regs"] > 0
+
+
+def test_the_ir_result_reads_back_typed_and_whole(runs):
+    """A real cross-compile's result is exactly what the typed schema writes, and what it did."""
+    out = runs.root / "softmax"
+    result = runs.json("ir", "row_softmax", "--path", KERNELS, "--out", str(out))["result"]
+    typed = IrResult.from_dict(result)
+    assert typed.to_dict() == result  # no key missing or unknown; the summary agrees
+    assert typed.mode == "cross-compile" and typed.arch == "sm_90" and typed.variants
+    for v in typed.variants:
+        assert v.error is None and v.hash and v.device is None and v.cross_check is None
+        assert v.resources and v.resources["regs"] > 0 and v.timings["compile_s"] > 0
+        assert set(v.line_counts) == set(v.artifacts) - {"cubin"} == set(typed.stages)
+    broken = {**result, "variants": [{**result["variants"][0], "device": None, "extra": 1}]}
+    with pytest.raises(TypeError):
+        IrResult.from_dict(broken)

@@ -20,6 +20,7 @@ from workbench.ir import disasm, resources
 from workbench.ir.capture import OPTION_NAMES, Launch, capture, compile_mode
 from workbench.ir.config import label, matches
 from workbench.ir.linemap import STAGES, SourceMap
+from workbench.ir.result import IrResult, IrVariant
 from workbench.run.faults import problem_from_exception
 from workbench.runtime import compat
 from workbench.runtime.errors import Problem, WorkbenchError, fail
@@ -59,25 +60,18 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
         compiled, _kernel_sources(launches), _wrapper_sources(spec.kernel_fn), shapes
     )
     irregular = irregular_shapes(shapes)
-    return {
-        "kernel": spec.name,
-        "mode": "gpu" if on_device else "cross-compile",
-        "arch": f"sm_{arch}",
-        "triton_version": triton.__version__,
-        "out_dir": str(out_dir),
-        "stages": stages,
-        "line_info": not compat.line_info_disabled(),
-        "irregular_shapes": [list(s) for s in irregular],
-        "variants": results,
-        "findings": [f.to_dict() for f in merged],
-        "summary": {
-            "variants": len(results),
-            "errors": sum(r["error"] is not None for r in results),
-            "spilling": sum((r["resources"] or {}).get("spill_bytes", 0) > 0 for r in results),
-            "findings": len(merged),
-            "arch": f"sm_{arch}",
-        },
-    }
+    return IrResult(
+        kernel=spec.name,
+        mode="gpu" if on_device else "cross-compile",
+        arch=f"sm_{arch}",
+        triton_version=triton.__version__,
+        out_dir=str(out_dir),
+        stages=stages,
+        line_info=not compat.line_info_disabled(),
+        irregular_shapes=[list(s) for s in irregular],
+        variants=[IrVariant(**r) for r in results],
+        findings=[f.to_dict() for f in merged],
+    ).to_dict()
 
 
 def _variants(launches: list[Launch], arch: int) -> list[dict]:
