@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from workbench.catalog.discovery import discover
+from workbench.catalog.discovery import KernelEntry, discover
 from workbench.catalog.spec import DTYPES
 from workbench.cli.options import add_json_option, add_path_option
 from workbench.run import jobs
+from workbench.runtime.errors import Problem, fail
 from workbench.views.rows import CHECK_HEADERS, check_row, check_verdict, run_footer
 from workbench.views.text import print_json, print_problem, table
 
@@ -26,10 +27,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     entry = discover(args.path).find(args.name)
+    _refuse_unknown_sets(entry, args.shapes or [])
     params = {"dtypes": args.dtype, "shape_sets": args.shapes}
     job = jobs.Job("check", entry, params, timeout=args.timeout)
     outcome = jobs.run_job(job, on_event=None if args.json else _progress)
     return report(outcome, args.json)
+
+
+def _refuse_unknown_sets(entry: KernelEntry, wanted: list[str]) -> None:
+    """Refused here, from the source, before a child spends seconds importing torch (shape sets
+    the source does not spell out literally are the child's to check)."""
+    known = entry.shapes
+    unknown = [s for s in wanted if known is not None and s not in known]
+    if known is not None and unknown:
+        raise fail(
+            "unknown-shape-set",
+            f"--shapes {unknown[0]}: {entry.name} has no shape set {unknown[0]!r}",
+            f"use one of: {', '.join(known)}",
+            source="usage",
+        )
 
 
 def _progress(event: dict) -> None:
@@ -49,6 +65,8 @@ def report(outcome: jobs.Outcome, as_json: bool) -> int:
     elif result:
         print(table(CHECK_HEADERS, [check_row(c) for c in result["cases"]]))
         print("\n" + check_verdict(result))
+        for problem in _case_problems(result["cases"]):
+            print_problem(problem, prefix="case error")
     if outcome.problem and not as_json:
         print_problem(outcome.problem)
     if outcome.store_problem and not as_json:
@@ -59,3 +77,13 @@ def report(outcome: jobs.Outcome, as_json: bool) -> int:
     if outcome.store_problem:
         return 3
     return 0 if result["correct"] else 1
+
+
+def _case_problems(cases: list[dict]) -> list[Problem]:
+    """Each distinct error of the cases once, with the file:line the table has no room for."""
+    found = {
+        (c["problem"]["cause"], c["problem"].get("file"), c["problem"].get("line")): c["problem"]
+        for c in cases
+        if c.get("problem")
+    }
+    return [Problem(**p) for p in found.values()]

@@ -8,17 +8,20 @@ compares with another config (`K=V,...`) or another kernel (`NAME[:K=V,...]`).
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import sys
+import textwrap
 from pathlib import Path
 
 from workbench.catalog.discovery import discover
 from workbench.catalog.spec import DTYPES
-from workbench.cli.options import add_json_option, add_path_option
+from workbench.cli.options import add_json_option, add_path_option, writable_folder
 from workbench.ir.diff import resource_changes, stage_diff
 from workbench.ir.linemap import STAGES
 from workbench.ir.occupancy import parse_arch
 from workbench.run import jobs
+from workbench.runtime.errors import Problem
 from workbench.runtime.grammar import parse_settings, parse_shape
 from workbench.views.rows import run_footer
 from workbench.views.text import fmt, print_json, print_problem, table
@@ -71,7 +74,7 @@ def ir_job(
         "stages": stages,
         "dtype": args.dtype,
         "shape": list(parse_shape(args.shape)) if args.shape else None,
-        "out": os.path.abspath(args.out) if getattr(args, "out", None) else None,
+        "out": writable_folder(args.out, "--out") if getattr(args, "out", None) else None,
         **extra,
     }
     job = jobs.Job("ir", entry, params, timeout=args.timeout)
@@ -116,7 +119,7 @@ def _show_variant(args: argparse.Namespace, result: dict, variant: dict) -> None
     head = f"{result['kernel']} [{variant['label']}] {result['arch']} ({result['mode']})"
     print(head)
     if variant["error"]:
-        print(f"  error: {variant['error']['cause']}\n  remedy: {variant['error']['remedy']}")
+        print(textwrap.indent(f"error: {Problem(**variant['error'])}", "  "))
         return
     if args.line is not None:
         _show_trail(variant, args.line)
@@ -142,6 +145,10 @@ def _show_trail(variant: dict, line: int) -> None:
     except (OSError, IndexError):
         source = ""
     print(f"{os.path.basename(file)}:{line}  {source}")
+    outside = line_outside(variant, line)
+    if outside:
+        print(f"  {outside}")
+        return
     for stage in STAGES:
         ir_lines = ((variant["sourcemap"].get(stage) or {}).get(file) or {}).get(str(line), [])
         path = variant["artifacts"].get(stage)
@@ -153,6 +160,30 @@ def _show_trail(variant: dict, line: int) -> None:
             print(f"    {n:>6} | {text[n - 1].strip()}")
         if len(ir_lines) > SHOWN_PER_STAGE:
             print(f"    ... {len(ir_lines) - SHOWN_PER_STAGE} more in {path}")
+
+
+def line_outside(variant: dict, line: int) -> str | None:
+    """Why `--line` can show nothing: no stage maps the line and it lies outside the kernel's
+    function (a helper it calls would be mapped)."""
+    file = variant["file"]
+    if any(str(line) in ((m or {}).get(file) or {}) for m in variant["sourcemap"].values()):
+        return None
+    try:
+        tree = ast.parse(Path(file).read_text())
+    except (OSError, SyntaxError):
+        return None
+    spans = [
+        (node.lineno, node.end_lineno or node.lineno)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and node.lineno == variant["def_line"]
+    ]
+    if not spans or spans[0][0] <= line <= spans[0][1]:
+        return None
+    first, last = spans[0]
+    return (
+        f"--line {line} is outside {variant['function']}, which spans lines {first}-{last} of "
+        f"{os.path.basename(file)}: no stage has code from it"
+    )
 
 
 def _run_diff(args: argparse.Namespace, stages: list[str]) -> int:

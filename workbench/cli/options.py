@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
+
+from workbench.runtime.errors import fail
 
 
 def add_path_option(parser: argparse.ArgumentParser, dest: str = "path") -> None:
@@ -18,3 +21,24 @@ def add_path_option(parser: argparse.ArgumentParser, dest: str = "path") -> None
 
 def add_json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def writable_folder(path: str, flag: str) -> str:
+    """The folder an option names, made now: a path that can't be written is refused before a
+    job starts, naming the option, instead of failing in the child."""
+    folder = os.path.abspath(path)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        probe = os.path.join(folder, f".workbench-write-test-{os.getpid()}")
+        with open(probe, "w"):
+            pass
+        os.remove(probe)
+    except OSError as exc:
+        raise fail(
+            "unwritable-folder",
+            f"{flag} {path}: cannot write there ({exc.strerror or exc})",
+            f"give {flag} a folder you can write (it is created if missing)",
+            file=folder,
+            source="usage",
+        ) from exc
+    return folder

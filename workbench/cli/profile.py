@@ -8,6 +8,7 @@ import textwrap
 import threading
 import time
 
+from workbench.catalog.discovery import discover
 from workbench.cli.options import add_json_option, add_path_option
 from workbench.runtime.errors import fail
 from workbench.views import rows as views
@@ -63,8 +64,11 @@ def run(args: argparse.Namespace) -> int:
     from workbench.profilers import saved, session
 
     if args.import_file:
+        if args.name:  # an unknown NAME is refused before the report is read
+            discover(args.path).find(args.name)
         result = session.import_file(args.import_file)
         if result.get("tool") == "ncu":
+            _refuse_other_kernel(result, args.name)
             saved.record_import(result, args.import_file, args.name)
         if args.json:
             print_json(result)
@@ -77,8 +81,6 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.name:
         raise fail("no-kernel", "no kernel named", "give a kernel name or --import FILE")
-    from workbench.catalog.discovery import discover
-
     entry = discover(args.path).find(args.name)
     req = session.Request(
         tool=args.tool,
@@ -107,6 +109,20 @@ def run(args: argparse.Namespace) -> int:
     if profile_run.summary is None:
         return 2
     return 1 if profile_run.problem else 0
+
+
+def _refuse_other_kernel(result: dict, name: str | None) -> None:
+    """NAME files the report under that kernel; a report whose workbench ranges
+    (`<kernel>:<shape>`) name other kernels would be filed under the wrong one."""
+    ranges = [k.get("range") or "" for k in result["kernels"]]
+    named = sorted({r.split(":", 1)[0] for r in ranges if ":" in r})
+    if name and named and name not in named:
+        raise fail(
+            "report-of-another-kernel",
+            f"{result['file']}: its NVTX ranges name {', '.join(named)}, not {name!r}",
+            f"leave NAME out to file it under {', '.join(named)}, or import the report of {name}",
+            source="usage",
+        )
 
 
 def _run_cancellable(session, entry, req, on_event):  # type: ignore[no-untyped-def]
@@ -171,6 +187,7 @@ def _show_ncu(result: dict) -> None:
         print("\nhot lines:")
         print(textwrap.indent(table(views.LINE_HEADERS, lines), "  "))
     print(f"\n{result['launches']} launch(es), {result['metrics']} metrics; {result['file']}")
+    print(f"read with {result['reader']}")
 
 
 def _show_nsys(result: dict) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import re
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -192,7 +193,7 @@ def _build(
     except WorkbenchError as exc:
         result["error"] = exc.problem.to_dict()
     except Exception as exc:  # noqa: BLE001 - one config failing leaves the others' results
-        result["error"] = _compile_problem(exc).to_dict()
+        result["error"] = _compile_problem(exc, variant).to_dict()
     return result, facts
 
 
@@ -240,7 +241,16 @@ def _cross_check(
     }
 
 
-def _compile_problem(exc: Exception) -> Problem:
+def _compile_problem(exc: Exception, variant: dict) -> Problem:
+    problem = problem_from_exception(exc)
+    if variant["derived"] and problem.source == "user-code":  # the values came from --config
+        return replace(
+            problem,
+            cause=f"--config {variant['label']}: {problem.cause}",
+            remedy="the kernel does not accept these values: choose others with --config "
+            "(`ir NAME` without --config lists the configs the kernel uses)",
+            source="usage",
+        )
     text = f"{type(exc).__name__}: {exc}"
     if "OutOfResources" in type(exc).__name__ or "out of resource" in text:
         return Problem(
@@ -250,7 +260,6 @@ def _compile_problem(exc: Exception) -> Problem:
         )
     if "PTXAS" in type(exc).__name__.upper():
         return Problem("ptxas-error", f"ptxas failed: {str(exc)[:400]}", "see detail", detail=text)
-    problem = problem_from_exception(exc)
     if problem.kind != "exception":
         return problem
     return Problem(

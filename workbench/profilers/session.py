@@ -176,8 +176,15 @@ def import_file(path: str) -> dict:
     if suffix == ".nsys-rep":
         sqlite = p.with_suffix(".sqlite")
         if not sqlite.is_file():
-            sqlite = Path(nsys_cmd.export_sqlite(tools.find("nsys").path, path))
-        return nsysreport.load(str(sqlite)).to_dict()
+            return nsysreport.load(nsys_cmd.export_sqlite(tools.find("nsys").path, path)).to_dict()
+        result = nsysreport.load(str(sqlite)).to_dict()
+        newer = p.stat().st_mtime > sqlite.stat().st_mtime
+        result.setdefault("notes", []).append(
+            f"read {sqlite}, the export beside it; {p.name} itself was not opened"
+            + (" and is newer than that export" if newer else "")
+            + f" (delete {sqlite.name} to export {p.name} again)"
+        )
+        return result
     raise fail(
         "unknown-report",
         f"{path}: not a report this can read (suffix {suffix or 'none'})",

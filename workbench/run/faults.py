@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import signal
+import sysconfig
 import traceback
 from pathlib import Path
 
 from workbench.runtime.errors import Problem
 
 _PACKAGE = str(Path(__file__).resolve().parents[1])
+_NOT_USER = (_PACKAGE, sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"])
+"""Frames under these are the workbench's, Python's or an installed package's, not the user's."""
 
 
 def problem_from_exception(exc: BaseException) -> Problem:
@@ -98,18 +102,21 @@ def _compile_message(exc: BaseException, text: str) -> str:
 
 
 def _compile_site(exc: BaseException) -> tuple[str, int] | None:
-    """File and absolute line of a Triton front-end error: its node's line is counted from the
-    function's `def`, which the code generator that raised it knows (`begin_line`, `file_name`)."""
+    """File and absolute line of a Triton front-end error, whose node's line is counted from the
+    function's `def`: the JITFunction with that source is a frame's self, src or fn on the way
+    (Triton strips its code generator's frames, not those of the compile call or the launch)."""
     node, src = getattr(exc, "node", None), getattr(exc, "src", None)
-    if getattr(node, "lineno", None) is None or src is None:
+    if not isinstance(getattr(node, "lineno", None), int) or src is None:
         return None
-    site = None
     for frame, _ in traceback.walk_tb(exc.__traceback__):
-        gen = frame.f_locals.get("self")
-        begin = getattr(gen, "begin_line", None)
-        if getattr(getattr(gen, "jit_fn", None), "src", None) == src and isinstance(begin, int):
-            site = (str(gen.file_name), begin + node.lineno)
-    return site
+        for value in (frame.f_locals.get(k) for k in ("self", "src", "fn")):
+            jit = value if hasattr(value, "src") else getattr(value, "fn", None)
+            fn = getattr(jit, "fn", None)
+            if getattr(jit, "src", None) == src and inspect.isfunction(fn):
+                lines, start = inspect.getsourcelines(fn)
+                offset = next((i for i, t in enumerate(lines) if t.lstrip().startswith("def")), 0)
+                return fn.__code__.co_filename, start + offset + node.lineno - 1
+    return None
 
 
 def _user_frame(exc: BaseException) -> tuple[str | None, int | None]:
@@ -124,7 +131,7 @@ def _user_frame(exc: BaseException) -> tuple[str | None, int | None]:
         found: tuple[str | None, int | None] = (None, None)
         for frame, lineno in traceback.walk_tb(e.__traceback__):
             path = frame.f_code.co_filename
-            if path.startswith(_PACKAGE) or "site-packages" in path or path.startswith("<"):
+            if path.startswith(_NOT_USER) or "site-packages" in path or path.startswith("<"):
                 continue
             found = (path, lineno)
         if found[0]:
