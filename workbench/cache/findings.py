@@ -21,7 +21,11 @@ def scan_findings(scan: CacheScan, installed: str | None, now: float | None = No
     now = time.time() if now is None else now
     out: list[dict] = []
     version = keys.version_tuple(installed) if installed else None
-    no_binary = [c for c in scan.compiled if "no-binary" in c.problems]
+    no_binary = [
+        c
+        for c in scan.compiled
+        if any(p.startswith(("no-binary", "group-missing")) for p in c.problems)
+    ]
     if no_binary:
         raises = version is not None and version <= keys.MISSING_BINARY_RAISES_UNTIL
         effect = (
@@ -47,9 +51,9 @@ def scan_findings(scan: CacheScan, installed: str | None, now: float | None = No
                 f"{len(corrupt)} entr(ies) with an unreadable .json or group file",
             )
         )
-    moved = [c for c in scan.compiled if any(p.startswith("group-") for p in c.problems)]
+    moved = [c for c in scan.compiled if any(p.startswith("group-elsewhere") for p in c.problems)]
     if moved:
-        first = next(p for p in moved[0].problems if p.startswith("group-"))
+        first = next(p for p in moved[0].problems if p.startswith("group-elsewhere"))
         out.append(
             _entries(
                 "group-elsewhere",
