@@ -133,7 +133,11 @@ def finding(id_: str, severity: str, title: str, evidence: str, fix: str, **extr
 def _closest(names: list[str], params: list[str]) -> list[str]:
     import difflib
 
-    return [(difflib.get_close_matches(n, params, n=1) or ["?"])[0] for n in names]
+    lower = {p.lower(): p for p in params}
+    return [
+        lower.get(n.lower()) or (difflib.get_close_matches(n, params, n=1) or ["?"])[0]
+        for n in names
+    ]
 
 
 def _is_autotune(node: ast.AST) -> bool:
