@@ -1,0 +1,121 @@
+"""`cache NAME` end to end: the entry the kernel is served, the same entry unreachable after an
+edit of the kernel, `cache clear --stale-only` (dry run, then --yes) and the finding resolved."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import cli
+
+KERNEL = '''"""A tiny autotuned kernel for the cache doctor's end-to-end test."""
+
+import torch
+import triton
+import triton.language as tl
+
+from workbench.catalog.spec import KernelSpec
+
+CONFIGS = [triton.Config({"BLOCK": 64}, num_warps=1), triton.Config({"BLOCK": 128}, num_warps=2)]
+
+
+@triton.autotune(configs=CONFIGS, key=["n"], cache_results=True)
+@triton.jit
+def tiny_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0, mask=mask)  # EDIT
+
+
+def double(x):
+    out = torch.empty_like(x)
+    tiny_kernel[lambda m: (triton.cdiv(x.numel(), m["BLOCK"]),)](x, out, x.numel())
+    return out
+
+
+SPEC = KernelSpec(
+    name="tiny_tuned",
+    kernel_fn=double,
+    reference_fn=lambda x: x * 2,
+    make_inputs=lambda shape, dtype, device: (torch.randn(shape, dtype=dtype, device=device),),
+    shapes={"check": [(1000,)]},
+    dtypes=("float32",),
+    jit=(tiny_kernel,),
+    noncontig=False,
+)
+'''
+
+# Triton's own Autotuner.check_disk_cache writes the entry (sm_90 given as the target; the
+# timings are placeholders: tuning needs a GPU).
+WRITE_ENTRY = """
+import importlib.util, sys
+from types import SimpleNamespace
+from triton.backends.compiler import GPUTarget
+from triton.runtime import autotuner
+spec = importlib.util.spec_from_file_location("k", sys.argv[1])
+mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+target = GPUTarget("cuda", 90, 32)
+autotuner.driver = SimpleNamespace(active=SimpleNamespace(get_current_target=lambda: target))
+t = mod.tiny_kernel
+def bench():
+    t.configs_timings = {c: [0.02 - 0.01 * i] * 3 for i, c in enumerate(t.configs)}
+t.check_disk_cache(tuple(__import__("json").loads(sys.argv[2])), t.configs, bench)
+"""
+
+
+def cache(*args: str) -> dict:
+    out = cli("cache", *args, "--json")
+    assert out.returncode == 0, out.stderr + out.stdout
+    return json.loads(out.stdout)
+
+
+def test_served_then_unreachable_after_an_edit_then_cleared(tmp_path):
+    kernel = tmp_path / "tiny_tuned.py"
+    kernel.write_text(KERNEL)
+    root = tmp_path / "triton-cache"
+    root.mkdir()
+    where = ("tiny_tuned", "--dir", str(root), "--path", str(kernel))
+
+    first = cache(*where)
+    [key] = first["reach"]["keys"]
+    assert key["key"] == [1000, "torch.float32", "torch.float32"]
+    env = {**os.environ, "TRITON_CACHE_DIR": str(root), "TRITON_INTERPRET": "0"}
+    args = [sys.executable, "-c", WRITE_ENTRY, str(kernel), json.dumps(key["key"])]
+    subprocess.run(args, check=True, env=env, capture_output=True)
+
+    served = cache(*where)
+    [entry] = served["reach"]["autotune"]
+    assert entry["reachable"] and entry["inputs"] == key["inputs"]
+    assert "autotune-unreachable" not in [f["id"] for f in served["findings"]]
+    assert served["scan"]["tuned"][0]["best"] == 1  # the lower p50 is what Triton serves
+
+    kernel.write_text(KERNEL.replace("# EDIT", "# edited"))  # a comment is in the key too
+    stale = cache(*where)
+    assert not stale["reach"]["autotune"][0]["reachable"]
+    [finding] = [f for f in stale["findings"] if f["id"] == "autotune-unreachable"]
+    assert finding["remove"] == [entry["path"]]
+
+    path = root / entry["path"]
+    old = time.time() - 3600
+    os.utime(path, (old, old))
+    dry = cache("clear", *where, "--stale-only")
+    assert [r["path"] for r in dry["clear"]["planned"]] == [entry["path"]] and path.exists()
+    done = cache("clear", *where, "--stale-only", "--yes")
+    assert done["clear"]["removed"] == [entry["path"]] and not path.exists()
+    assert not path.parent.exists()
+
+    resolved = cache(*where)
+    assert resolved["reach"]["autotune"] == []
+    assert "autotune-unreachable" not in [f["id"] for f in resolved["findings"]]
+
+
+def test_text_report_and_bad_dir(tmp_path):
+    out = cli("cache", "--dir", str(tmp_path / "missing"))
+    assert out.returncode == 2 and "does not exist" in out.stderr and "--dir" in out.stderr
+    fixture = Path(__file__).parent / "fixtures" / "cache_versions" / "triton_3.4" / "cache"
+    out = cli("cache", "--dir", str(fixture))
+    assert out.returncode == 0 and "scale_kernel" in out.stdout and "group-elsewhere" in out.stdout
