@@ -49,6 +49,12 @@ def test_compile_error_names_the_file_and_its_own_line():
     assert "at 2:" not in error["cause"] and "constexpr" in error["cause"]
 
 
+def test_resources_text_names_the_compile_errors_line():
+    out = cli("resources", "fault_compile", "--path", str(FAULTY / "faults.py"))
+    line = _line_of(FAULTY / "faults.py", "offs = tl.arange(0, n)")
+    assert f"faults.py:{line}: Triton could not compile the kernel" in out.stdout
+
+
 def test_config_values_triton_rejects_are_a_usage_error():
     out = cli("ir", "vector_add", "--config", "BLOCK=123", "--json")
     error = json.loads(out.stdout)["result"]["variants"][0]["error"]

@@ -11,6 +11,7 @@ import argparse
 
 from workbench.cli.ir import add_selection_options, finish, ir_job
 from workbench.cli.options import add_json_option, add_path_option
+from workbench.runtime.errors import Problem
 from workbench.views.rows import RESOURCE_HEADERS, finding_lines, resource_row
 from workbench.views.text import print_json, table
 
@@ -39,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
             print(table(DEVICE_HEADERS, [_device_row(v) for v in device]))
         errors = [v for v in result["variants"] if v["error"]]
         for v in errors:
-            print(f"\n{v['label']}: {v['error']['cause']}\n  remedy: {v['error']['remedy']}")
+            print(f"\n{v['label']}: {Problem(**v['error'])}")
         print()
         print(finding_lines(result["findings"]))
     return finish(outcome, args.json)
