@@ -159,3 +159,15 @@ def test_scan_reads_the_workbench_per_file_caches(cache, tmp_path):
     found = scan.scan(str(root))
     assert [c.dir.split("/")[:2] for c in found.compiled] == [["workbench", "0123456789abcdef"]]
     assert json.loads(json.dumps(found.to_dict()))["tuned"][0]["kernel"] == "scale_kernel"
+
+
+def test_changed_since(tmp_path):
+    from workbench.cache.freshness import changed_since
+
+    f = tmp_path / "k.py"
+    f.write_text("x = 1")
+    shown = time.time() + 1
+    assert not changed_since(str(f), shown)
+    os.utime(f, (shown + 5, shown + 5))
+    assert changed_since(str(f), shown)
+    assert changed_since(str(tmp_path / "gone.py"), shown)

@@ -2,7 +2,8 @@
 
 Each path is first renamed (atomic) to a hidden name at the root and then deleted, so a process
 compiling at that moment sees either the whole entry or none (Triton recreates a missing dir).
-Entries written in the last `BUSY_S` seconds are left alone: a compile may be filling them.
+Directories written in the last `BUSY_S` seconds are left alone: a compile may be filling them
+(single files, such as autotune results, are written atomically by Triton).
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def execute(
         if not target.exists():
             result.skipped.append({"path": removal.path, "why": "already gone"})
             continue
-        if now - _newest(target) < BUSY_S:
+        if target.is_dir() and now - _newest(target) < BUSY_S:  # files are written atomically
             result.skipped.append({"path": removal.path, "why": f"written < {BUSY_S:.0f} s ago"})
             continue
         try:
@@ -119,8 +120,6 @@ def _remove(base: Path, target: Path) -> None:
 
 
 def _newest(path: Path) -> float:
-    if path.is_file():
-        return path.stat().st_mtime
     times = [path.stat().st_mtime]
     times += [p.stat().st_mtime for p in path.rglob("*") if not p.is_symlink()]
     return max(times)

@@ -84,7 +84,7 @@ def findings(source: str, file: str, triton_version: str | None) -> list[dict]:
                     "other values (they are not in key)",
                     f"key={key}; runtime arguments besides pointers: {', '.join(passed)}",
                     f"add to key= any of {', '.join(passed)} whose value changes the best config "
-                    f"(`cache verify {t.kernel}` on a GPU measures it)",
+                    f"(`cache verify NAME` on a GPU measures it)",
                     file=file,
                     line=t.line,
                 )
