@@ -26,6 +26,7 @@ KINDS: dict[str, str] = {
     "ir": "workbench.ir.job:job",
     "bench": "workbench.bench.job:job",
     "profile-target": "workbench.profilers.target:job",
+    "sweep": "workbench.sweep.job:job",
     "cache": "workbench.cache.job:job",
 }
 

@@ -227,6 +227,28 @@ def cross_compile(fn: Any, arch: int, args: tuple, kwargs: dict) -> Any:
     return triton.compile(src, target=target, options=options.__dict__)
 
 
+def compile_bound(fn: Any, arch: int, bound: tuple[dict, dict, dict, dict]) -> Any:
+    """Compile what `bind_launch` gave, as (options.__dict__, signature, constexprs, attrs): plain
+    data a process pool can send to a worker that holds the same `fn`."""
+    import triton
+    from triton.compiler import ASTSource
+
+    options, signature, constexprs, attrs = bound
+    src = ASTSource(fn, signature, constexprs, attrs)
+    return triton.compile(src, target=gpu_target(arch), options=options)
+
+
+def cross_archs() -> list[int]:
+    """The sm_XX archs this Triton's ptxas accepts (Blackwell's 100 and 120 where it has them)."""
+    import re
+    import subprocess
+
+    text = subprocess.run(
+        [tool_path("ptxas"), "--help"], capture_output=True, text=True, timeout=60
+    ).stdout
+    return sorted({int(a) for a in re.findall(r"\bsm_(\d+)a?\b", text)})
+
+
 def warmup(fn: Any, args: tuple, kwargs: dict) -> Any:
     """Compile for the current GPU through the launch cache and load it, so n_regs/n_spills are
     set. `warmup` moved from JITFunction (3.4, 3.5) to KernelInterface (3.6+): both reach it."""

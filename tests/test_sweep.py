@@ -1,0 +1,227 @@
+"""The sweep on the CPU machine: real cross-compiles of every config in the compile pool, their
+resources, pruning, failure rows, resume after a cancelled run, and the pure read-back."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from conftest import FIXTURES, ROOT, cli
+from textual.app import App, ComposeResult
+from textual.widgets import DataTable, Static
+
+from workbench.catalog.discovery import discover
+from workbench.run import jobs
+from workbench.runtime.errors import WorkbenchError
+from workbench.sweep import analysis, space
+from workbench.tui.tabs.sweep import SweepPane
+
+THREE_NAME = str(FIXTURES / "sweep_three_name.py")
+MATMUL_SPACE = str(FIXTURES / "sweep_matmul_space.txt")
+
+
+@pytest.fixture(scope="module")
+def three_name(tmp_path_factory) -> dict:
+    """The plain @triton.autotune module, swept as a user would (--json)."""
+    reports = tmp_path_factory.mktemp("reports")
+    out = cli(
+        "sweep",
+        "sweep_three_name",
+        "--path",
+        THREE_NAME,
+        "--json",
+        env={"WORKBENCH_REPORTS": str(reports), "WORKBENCH_DEVICE": "cpu"},
+    )
+    assert out.returncode == 1, out.stderr  # one config cannot compile
+    return json.loads(out.stdout)
+
+
+def test_own_configs_of_a_plain_autotune_module_compile_with_resources(three_name):
+    result = three_name["result"]
+    assert result["mode"] == "cross-compile" and result["arch"] == "sm_90"
+    rows = {r["values"]["BLOCK"]: r for r in result["rows"]}
+    assert sorted(rows) == [96, 256, 1024]
+    for block in (256, 1024):
+        row = rows[block]
+        assert row["status"] == "static" and row["compile_s"] > 0
+        res = row["resources"]
+        assert res["regs"] > 0 and res["spill_bytes"] == 0
+        assert res["occupancy"]["percent"] > 0 and res["occupancy"]["limiter"]
+        assert res["num_warps"] == row["values"]["num_warps"]
+    bad = rows[96]
+    assert bad["status"] == "failed" and bad["problem"]["kind"] == "compile-error"
+    assert "power of 2" in bad["why"]
+    assert result["summary"]["failed"] == 1 and result["complete"]
+
+
+def test_a_file_space_prunes_what_cannot_fit_and_records_what_cannot_compile():
+    out = cli(
+        "sweep",
+        "matmul",
+        "--path",
+        str(ROOT / "kernels"),
+        "--space",
+        MATMUL_SPACE,
+        "--shape",
+        "256x256x256",
+        "--dtype",
+        "float16",
+        "--json",
+    )
+    rows = {r["values"]["BLOCK_K"]: r for r in json.loads(out.stdout)["result"]["rows"]}
+    assert rows[32]["status"] == "static"
+    assert rows[128]["status"] == "pruned" and "does not fit the arch" in rows[128]["why"]
+    assert rows[128]["resources"]["occupancy"]["limiter"] == "launch"
+    assert rows[48]["status"] == "failed"
+
+
+def test_arch_outside_ptxas_is_refused_with_the_choices():
+    out = cli("sweep", "sweep_three_name", "--path", THREE_NAME, "--arch", "sm_20")
+    assert out.returncode == 2 and "sm_20" in out.stderr and "sm_90" in out.stderr
+
+
+def test_resume_after_a_cancelled_run_keeps_finished_configs(tmp_path):
+    entry = discover([THREE_NAME]).find("sweep_three_name")
+    params = {"file": entry.file, "jobs": 1}
+    cancel = threading.Event()
+    seen: list[dict] = []
+
+    def on_event(event: dict) -> None:
+        if event.get("event") == "config":
+            seen.append(event["row"])
+            cancel.set()  # stop after the first finished config
+
+    first = jobs.run_job(jobs.Job("sweep", entry, params), on_event, cancel)
+    assert first.status == "cancelled"
+    kept = json.loads((tmp_path / "reports" / "runs" / first.run_id / "sweep.json").read_text())
+    assert 1 <= len(kept["rows"]) < 3 and not kept["complete"]
+    from workbench.sweep import spread
+
+    resume = spread.latest("sweep_three_name")
+    assert resume and first.run_id in resume
+    second = jobs.run_job(jobs.Job("sweep", entry, {**params, "resume": resume}))
+    assert second.status == "ok"
+    rows = second.result["rows"]
+    assert sorted(r["values"]["BLOCK"] for r in rows) == [96, 256, 1024]
+    again = next(r for r in rows if r["label"] == kept["rows"][0]["label"])
+    assert again == {**kept["rows"][0], "why": again["why"]}  # taken over, not recompiled
+
+
+def test_generated_space_spans_tiles_warps_and_stages():
+    configs = space.generate({"BLOCK_M": 64, "BLOCK_N": 128, "GROUP_M": 8, "num_warps": 4})
+    assert len(configs) == 3 * 3 * 2 * 3
+    assert {c["BLOCK_M"] for c in configs} == {32, 64, 128}
+    assert {c["GROUP_M"] for c in configs} == {8}  # not a tile: kept
+    with pytest.raises(WorkbenchError, match="no BLOCK"):
+        space.generate({"N": 7})
+
+
+def test_config_files_json_and_text(tmp_path):
+    j = tmp_path / "c.json"
+    j.write_text('[{"kwargs": {"BLOCK": 64}, "num_warps": 4, "num_ctas": 1}, {"BLOCK": 32}]')
+    assert space.from_file(str(j)) == [{"BLOCK": 64, "num_warps": 4}, {"BLOCK": 32}]
+    assert space.from_file(MATMUL_SPACE)[1]["BLOCK_K"] == 128
+    j.write_text('{"BLOCK": 64}')
+    with pytest.raises(WorkbenchError, match="not a list of configs"):
+        space.from_file(str(j))
+    with pytest.raises(WorkbenchError, match="no such file"):
+        space.from_file(str(tmp_path / "missing.json"))
+
+
+def _timed(shape, label, ms, spread=0.0, **res):
+    return {
+        "shape": shape,
+        "label": label,
+        "values": {"L": label},
+        "status": "ok",
+        "ms": ms,
+        "p20": ms - spread,
+        "p80": ms + spread,
+        "resources": res or None,
+    }
+
+
+def test_minimal_set_is_the_smallest_cover_within_five_percent():
+    rows = [
+        _timed([1], "a", 1.00),
+        _timed([1], "b", 1.04),
+        _timed([1], "c", 1.50),
+        _timed([2], "a", 2.00),
+        _timed([2], "b", 3.00),
+        _timed([2], "c", 1.90),
+        _timed([3], "a", 9.00),
+        _timed([3], "b", 1.00),
+        _timed([3], "c", 1.02),
+    ]
+    assert sorted(analysis.minimal_set(rows)) == ["b", "c"]
+    assert analysis.minimal_set([_timed([1], "a", 1.0)]) == ["a"]
+
+
+def test_losers_are_explained_from_their_facts():
+    occ = {"percent": 12.5, "limiter": "registers"}
+    best = _timed([1], "best", 1.0, occupancy={"percent": 50.0, "limiter": "warps"})
+    spill = _timed([1], "spill", 1.5, spill_bytes=64, occupancy=occ)
+    plain = _timed([1], "plain", 1.3, occupancy={"percent": 50.0, "limiter": "warps"})
+    close = _timed([1], "close", 1.01, 0.02)
+    assert analysis.explain(best, best) == "best"
+    assert analysis.explain(spill, best) == (
+        "50% slower: spills 64 bytes/thread; occupancy capped at 12.5% by registers"
+    )
+    assert "no static reason" in analysis.explain(plain, best)
+    assert "within noise" in analysis.explain(close, best)
+
+
+def test_triton_disagreement_beyond_noise_is_a_finding():
+    rows = [_timed([1], "a", 1.0), _timed([1], "b", 1.3)]
+    result = {"rows": rows, "triton": {"1": {"label": "b"}}}
+    assert "30% slower than a" in analysis.summarize(result)["shapes"]["1"]["finding"]
+    result = {
+        "rows": [_timed([1], "a", 1.0), _timed([1], "b", 1.01)],
+        "triton": {"1": {"label": "b"}},
+    }
+    assert analysis.summarize(result)["shapes"]["1"]["finding"] == ""
+
+
+def test_merge_refuses_mixed_gpu_models_and_joins_one_model():
+    one = {
+        "kernel": "k",
+        "gpu": "NVIDIA H200",
+        "rows": [_timed([1], "a", 1.0)],
+        "complete": True,
+        "timings": {"sweep_s": 2.0},
+    }
+    two = {**one, "rows": [_timed([1], "b", 0.9)], "timings": {"sweep_s": 3.0}}
+    merged = analysis.merge([one, two])
+    assert merged["shapes"]["1"]["best"] == "b" and merged["timings"]["sweep_s"] == 3.0
+    with pytest.raises(WorkbenchError, match="different GPU models"):
+        analysis.merge([one, {**two, "gpu": "NVIDIA H100 80GB HBM3"}])
+
+
+async def test_sweep_pane_shows_live_rows_and_a_finished_sweep(three_name):
+    result = three_name["result"]
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield SweepPane()
+
+    async with Host().run_test(size=(160, 40)) as pilot:
+        pane = pilot.app.query_one(SweepPane)
+        pane.add_event({"event": "progress", "done": 0, "total": 3, "case": ""})
+        for row in result["rows"]:
+            pane.add_event({"event": "config", "row": row})
+        await pilot.pause()
+        assert pane.query_one(DataTable).row_count == 3
+        # as a GPU run would time them: the two that compiled get times
+        rows = [
+            dict(r, status="ok", ms=ms, p20=ms, p80=ms) if r["status"] == "static" else r
+            for r, ms in zip(result["rows"], (0.2, 0.1, 0.3))
+        ]
+        notes = pane.show({k: v for k, v in result.items() if k != "shapes"} | {"rows": rows})
+        assert notes and notes[0].startswith("best")
+        await pilot.pause()
+        plot = pane.query_one("#sweep-plot", Static).render()
+        assert "█" in str(plot) and "ms" in str(plot)
+        assert pane.query_one(DataTable).row_count == 3
+        snippet = str(pane.query_one("#sweep-notes", Static).render())
+        assert "triton.Config({'BLOCK': 1024}, num_warps=8, num_stages=3)" in snippet

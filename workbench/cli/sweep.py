@@ -1,0 +1,138 @@
+"""`workbench sweep NAME`: every config of a kernel compiled in parallel, and on a GPU checked,
+timed and ranked, each loser explained; Triton's own pick beside it; across shapes the smallest
+config set to paste into @triton.autotune. Without a GPU (or for another --arch) the static
+sweep (compile time, registers, spills, shared memory, occupancy) is the whole result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+
+from workbench.catalog.discovery import discover
+from workbench.catalog.spec import DTYPES
+from workbench.cli.options import add_json_option, add_path_option
+from workbench.ir.occupancy import parse_arch
+from workbench.run import machine
+from workbench.runtime.errors import fail
+from workbench.runtime.grammar import parse_shape
+from workbench.sweep import analysis, plot, spread
+from workbench.sweep.rows import HEADERS, rows_of
+from workbench.sweep.space import autotune_snippet
+from workbench.views.text import print_json, print_problem, table
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("sweep", help="autotune sweep: every config compiled, checked, timed")
+    p.add_argument("name")
+    p.add_argument("--shape", action="append", default=[], help="e.g. 4096x4096x4096 (repeat)")
+    p.add_argument("--dtype", choices=DTYPES, help="input dtype (default: the kernel's first)")
+    p.add_argument(
+        "--space", default="own", help="own (its @triton.autotune configs), auto, or a FILE"
+    )
+    p.add_argument("--jobs", type=int, help="parallel compiles (default: the CPU cores)")
+    p.add_argument("--gpus", help="all, or indices such as 0,1: one worker per GPU")
+    p.add_argument("--arch", help="compile for sm_XX (default: the GPU, else sm_90)")
+    p.add_argument("--resume", action="store_true", help="continue the newest sweep of NAME")
+    p.add_argument("--config-timeout", type=float, default=120.0, help="seconds per config")
+    p.add_argument("--timeout", type=float, default=3600.0, help="seconds for the whole sweep")
+    add_path_option(p)
+    add_json_option(p)
+    p.set_defaults(run=run)
+
+
+def params_from(args: argparse.Namespace, file: str) -> dict:
+    space = args.space if args.space in ("own", "auto") else os.path.abspath(args.space)
+    resume = spread.latest(args.name) if args.resume else None
+    if args.resume and resume is None:
+        raise fail("bad-resume", f"no earlier sweep of {args.name}", "run it without --resume")
+    return {
+        "file": file,
+        "shapes": [list(parse_shape(s)) for s in args.shape],
+        "dtype": args.dtype,
+        "space": space,
+        "jobs": args.jobs,
+        "arch": parse_arch(args.arch) if args.arch else None,
+        "resume": resume,
+        "config_timeout": args.config_timeout,
+    }
+
+
+def gpus_from(text: str | None) -> list[str]:
+    if not text:
+        return []
+    if not machine.has_gpu():
+        raise fail("needs-gpu", machine.needs_gpu_message("sweep --gpus"), "drop --gpus")
+    return spread.all_gpus() if text == "all" else [g.strip() for g in text.split(",") if g]
+
+
+def run(args: argparse.Namespace) -> int:
+    entry = discover(args.path).find(args.name)
+    params = params_from(args, entry.file)
+    progress = None if args.json else Progress()
+    cancel = threading.Event()
+    try:
+        result, outcomes = spread.run_sweep(
+            entry, params, gpus_from(args.gpus), progress, cancel, args.timeout
+        )
+    except KeyboardInterrupt:  # the jobs keep what finished in their sweep.json
+        cancel.set()
+        raise
+    if args.json:
+        print_json({"result": result, "runs": [o.to_dict() for o in outcomes]})
+    elif result:
+        show(result)
+    for o in outcomes:
+        if o.problem and not args.json:
+            print_problem(o.problem)
+    where = outcomes[-1].run_dir if outcomes else "-"
+    print(f"results (sweep.json, sweep.png when timed) in {where}", file=sys.stderr)
+    if result is None:
+        return 2
+    bad = sum(result["summary"].get(k, 0) for k in analysis.FAILED)
+    return 1 if bad or not result.get("complete") else 0
+
+
+class Progress:
+    """configs done / total and an ETA, on stderr."""
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+
+    def __call__(self, event: dict) -> None:
+        if event.get("event") == "progress" and event.get("total"):
+            done, total = event["done"], event["total"]
+            spent = time.monotonic() - self.start
+            eta = spent / done * (total - done) if done else float("nan")
+            print(f"  [{done}/{total}] ETA {eta:.0f} s  {event['case']}", file=sys.stderr)
+        elif event.get("event") == "config-timeout":
+            print(f"  {event['label']} overran its time: resuming past it", file=sys.stderr)
+
+
+def show(result: dict) -> None:
+    head = (
+        f"{result['kernel']} {result.get('dtype') or ''} on {result.get('gpu') or result['arch']}"
+    )
+    print(f"{head} ({result['mode']}, Triton {result['triton_version']}, {result['jobs']} jobs)")
+    for shape, rows in analysis.by_shape(result["rows"]).items():
+        print(f"\n{shape}")
+        print(table(HEADERS, rows_of(rows)))
+        info = result["shapes"][shape]
+        triton = info.get("triton")
+        if triton:
+            print(f"Triton's autotuner: {triton.get('label')} ({triton.get('seconds')} s)")
+        for entry in (result.get("persisted") or {}).get(shape, []):
+            print(f"persisted autotune cache: {entry['label']} ({entry['file']})")
+        if info.get("finding"):
+            print(f"finding: {info['finding']}")
+        if any(r["status"] == analysis.TIMED for r in rows):
+            print("\n".join(plot.bars(rows)) + f"\n{plot.LEGEND}")
+    chosen = result.get("minimal_set") or {}
+    if chosen.get("configs"):
+        print(f"\nsmallest set within 5% of each shape's best ({len(chosen['configs'])}):")
+        print(autotune_snippet(chosen["configs"]))
+    t = result.get("timings") or {}
+    print("\ntimings: " + ", ".join(f"{k} {v}" for k, v in t.items()))

@@ -1,0 +1,7 @@
+"""The autotune sweep: every config of a kernel compiled in parallel, checked, timed, explained.
+
+space (which configs), analysis (ranking, explanations, the minimal set, merging; pure),
+plot (terminal bars and PNG), pool (parallel compiles and their static resources, child side),
+timing (pinning one config, adaptive timing, Triton's own pick; GPU), job (the worker's "sweep"
+job), spread (one job per GPU, merged; parent side).
+"""

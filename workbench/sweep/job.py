@@ -1,0 +1,392 @@
+"""The "sweep" job (child process): compile every config in parallel, and on a GPU check each
+against the reference and time it on the same inputs; Triton's own pick beside it.
+
+Rows go to `sweep.json` in the run folder as they finish, with the config being run, so a
+cancel keeps what finished, `--resume` continues, and a config that hangs or kills the process
+is recorded as such by the next run. A watchdog ends the process when one config overruns its
+time (a hung kernel cannot be stopped otherwise); the parent resumes after it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import multiprocessing
+import os
+import threading
+import time
+from concurrent.futures import Future, as_completed
+from pathlib import Path
+from typing import Any
+
+from workbench.catalog.spec import KernelSpec, Shape
+from workbench.ir.capture import OPTION_NAMES, Launch, capture, compile_mode
+from workbench.run.faults import problem_from_exception
+from workbench.runtime import compat
+from workbench.runtime.errors import Problem, WorkbenchError, fail
+from workbench.runtime.grammar import shape_text
+from workbench.sweep import analysis, space
+from workbench.sweep.pool import CompilePool
+from workbench.sweep.space import Values
+
+DEFAULT_ARCH = 90
+MIN_ARCH = 75
+CONFIG_TIMEOUT = 120.0
+RESULT_FILE = "sweep.json"
+
+
+def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
+    compat.require_supported()
+    gpu = ctx.device.startswith("cuda")
+    spec = compile_mode(spec, params["file"])
+    pool = CompilePool(int(params.get("jobs") or os.cpu_count() or 1))  # before any CUDA use
+    try:
+        return Sweep(spec, params, ctx, gpu, pool).run()
+    finally:
+        pool.close()
+
+
+class Sweep:
+    def __init__(self, spec: KernelSpec, params: dict, ctx: Any, gpu: bool, pool: CompilePool):
+        import triton
+
+        self.spec, self.params, self.ctx, self.pool = spec, params, ctx, pool
+        device_arch = compat.device_arch() if gpu else None
+        self.arch = _arch(params.get("arch"), device_arch)
+        self.timed = gpu and self.arch == device_arch
+        self.dtype = params.get("dtype") or (spec.dtypes[0] if spec.dtypes else None)
+        self.file = Path(ctx.run_dir) / RESULT_FILE
+        self.done = _previous(params.get("resume"))
+        self.lock = threading.Lock()
+        self.current: tuple[float, dict] | None = None
+        self.result: dict[str, Any] = {
+            "kernel": spec.name,
+            "mode": "gpu" if self.timed else "cross-compile",
+            "arch": f"sm_{self.arch}",
+            "gpu": _gpu_name() if gpu else None,
+            "gpu_index": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "triton_version": triton.__version__,
+            "dtype": self.dtype,
+            "space": params.get("space") or "own",
+            "jobs": pool.jobs,
+            "shard": params.get("shard"),
+            "rows": [],
+            "triton": {},
+            "persisted": {},
+            "timings": {},
+            "running": None,
+            "complete": False,
+        }
+
+    def run(self) -> dict:
+        start = time.perf_counter()
+        threading.Thread(target=self._watch, daemon=True).start()
+        shapes = [tuple(s) for s in self.params.get("shapes") or []] or _default_shapes(self.spec)
+        self.result["shapes"] = [list(s) for s in shapes]
+        for shape in shapes:
+            self._shape(shape)
+        self.result["complete"] = True
+        self.result["timings"]["total_s"] = round(time.perf_counter() - start, 3)
+        self._save()
+        return analysis.summarize(self.result)
+
+    def _shape(self, shape: Shape) -> None:
+        phase = time.perf_counter()
+        launches = capture(self.spec, self.ctx.device, self.dtype, shape)
+        base, tuner = _target(launches)
+        configs = _configs(self.params.get("space") or "own", tuner, base)
+        shard = self.params.get("shard")
+        if shard:
+            configs = configs[shard[0] :: shard[1]]
+        text = shape_text(shape)
+        todo = []
+        for values in configs:
+            prior = self.done.get((text, space.key(values)))
+            if prior is not None:
+                self._add(prior)
+            else:
+                todo.append(values)
+        total = len(configs)
+        self._emit_progress(total - len(todo), total, text)
+        futures = self._submit(base, tuner, shape, todo)
+        self._add_time("capture_s", time.perf_counter() - phase)
+        bench = self._bench_setup(shape) if self.timed else None
+        target = tuner if tuner is not None else base.fn
+        for future in as_completed(futures):
+            row = futures[future]
+            row.update(self._compiled(future))
+            if bench is not None and row["status"] == analysis.TIMED:
+                self._time_row(row, bench, target)
+            elif row["status"] == analysis.TIMED:
+                row["status"] = "static"
+            self._add(row)
+            self._emit_progress(
+                sum(r["shape"] == list(shape) for r in self.result["rows"]), total, row["label"]
+            )
+        self._add_time("sweep_s", time.perf_counter() - phase)
+        if bench is not None and tuner is not None and not self.params.get("shard", [0])[0]:
+            self._triton(text, tuner, bench)
+
+    def _submit(self, base: Launch, tuner: Any, shape: Shape, todo: list[Values]) -> dict:
+        hook = tuner.configs[0].pre_hook if tuner is not None and tuner.configs else None
+        folder = Path(self.ctx.run_dir) / "cubins" / shape_text(shape).replace(" ", "")
+        futures: dict[Future, dict] = {}
+        for i, values in enumerate(todo):
+            row = _row(shape, values)
+            try:
+                launch = config_launch(base, values, hook)
+                cubin = folder / f"{i}_{base.name}.cubin"
+                futures[self.pool.submit(launch, self.arch, cubin)] = row
+            except Exception as exc:  # noqa: BLE001 - a config that cannot even bind is a row
+                row.update(status="failed", problem=problem_from_exception(exc).to_dict())
+                self._add(row)
+        return futures
+
+    def _compiled(self, future: Future) -> dict:
+        out = future.result()
+        if out["problem"]:
+            return {"status": "failed", "problem": out["problem"], "compile_s": out["compile_s"]}
+        space_name = self.params.get("space") or "own"
+        reason = analysis.prune_reason(out["resources"], drop_spills=space_name == "auto")
+        return {
+            "status": "pruned" if reason else analysis.TIMED,
+            "reason": reason,
+            "compile_s": out["compile_s"],
+            "hash": out["hash"],
+            "resources": out["resources"],
+        }
+
+    def _bench_setup(self, shape: Shape) -> dict:
+        from workbench.runtime import tensors
+
+        tdtype = tensors.torch_dtype(self.dtype) if self.dtype else None
+        inputs = tuple(self.spec.make_inputs(shape, tdtype, self.ctx.device))
+        ref = tensors.outputs(self.spec.reference_fn(*inputs))
+        return {"inputs": inputs, "ref": ref, "best": None, "shape": shape}
+
+    def _time_row(self, row: dict, bench: dict, target: Any) -> None:
+        """Check the config's output against the reference, then time it; failures are rows."""
+        import torch
+
+        from workbench.check.compare import compare
+        from workbench.check.result import CaseResult
+        from workbench.runtime import tensors
+        from workbench.sweep.timing import adaptive_ms, pinned
+
+        self._running(row)
+        call = lambda: self.spec.kernel_fn(*bench["inputs"])  # noqa: E731
+        try:
+            with pinned(target, row["values"]):
+                with tensors.poisoned_allocations():
+                    out = tensors.outputs(call())
+                torch.cuda.synchronize()
+                case = CaseResult("sweep", row["shape"], self.dtype or "as given", "contiguous")
+                compare(self.spec, case, out, bench["ref"], self.dtype)
+                row["check"] = {k: getattr(case, k) for k in ("max_abs_diff", "rel_l2", "bad")}
+                if case.status != "passed":
+                    row.update(status="wrong", reason=f"wrong result: {case.reason}")
+                    return
+                best = bench["best"]
+                row.update(adaptive_ms(call, best))
+                bench["best"] = row["ms"] if best is None else min(best, row["ms"])
+        except Exception as exc:  # noqa: BLE001 - a failing config is a row; the next one runs
+            problem = (
+                exc.problem if isinstance(exc, WorkbenchError) else problem_from_exception(exc)
+            )
+            row.update(status="failed", problem=problem.to_dict())
+            if problem.kind == "cuda-error":  # the context is gone: end here, --resume goes on
+                self._running(None)
+                self._add(row)
+                raise WorkbenchError(Problem(**problem.to_dict())) from exc
+        finally:
+            self._running(None)
+
+    def _triton(self, text: str, tuner: Any, bench: dict) -> None:
+        from workbench.sweep.timing import persisted, triton_pick
+
+        try:
+            pick = triton_pick(tuner, lambda: self.spec.kernel_fn(*bench["inputs"]))
+        except Exception as exc:  # noqa: BLE001 - the comparison is optional; say why it is missing
+            pick = {"label": None, "problem": problem_from_exception(exc).to_dict()}
+        self.result["triton"][text] = pick
+        self.result["persisted"][text] = persisted(tuner)
+        self._save()
+
+    def _add(self, row: dict) -> None:
+        with self.lock:
+            self.result["rows"].append(row)
+        self.ctx.emit({"event": "config", "row": row})
+        self._save()
+
+    def _add_time(self, name: str, seconds: float) -> None:
+        timings = self.result["timings"]
+        timings[name] = round(timings.get(name, 0.0) + seconds, 3)
+
+    def _running(self, row: dict | None) -> None:
+        with self.lock:
+            self.current = (time.monotonic(), row) if row else None
+            self.result["running"] = (
+                {k: row[k] for k in ("shape", "label", "values")} if row else None
+            )
+        self._save()
+
+    def _save(self) -> None:
+        with self.lock:
+            text = json.dumps(self.result, default=str)
+        tmp = self.file.with_suffix(".tmp")
+        tmp.write_text(text)
+        tmp.replace(self.file)  # a killed process leaves the last whole file
+
+    def _emit_progress(self, done: int, total: int, case: str) -> None:
+        self.ctx.emit({"event": "progress", "done": done, "total": total, "case": case})
+
+    def _watch(self) -> None:
+        """End the process (and its compile workers) when one config overruns: a hung kernel
+        cannot be interrupted; the running config stays named in sweep.json for --resume."""
+        limit = float(self.params.get("config_timeout") or CONFIG_TIMEOUT)
+        while True:
+            time.sleep(0.5)
+            current = self.current
+            if current and time.monotonic() - current[0] > limit:
+                self.ctx.emit({"event": "config-timeout", "label": current[1]["label"]})
+                for child in multiprocessing.active_children():
+                    child.kill()
+                os._exit(124)
+
+
+def config_launch(base: Launch, values: Values, pre_hook: Any) -> Launch:
+    """The base launch with a config's values; a config pre_hook (e.g. one that sets TMA
+    descriptors' block shapes) runs on copies of the arguments, as the autotuner runs it."""
+    launch = base.with_values(values)
+    if pre_hook is None:
+        return launch
+    names = [p.name for p in launch.fn.params]
+    args = [copy.copy(a) for a in launch.args]
+    kwargs = {k: copy.copy(v) for k, v in launch.kwargs.items()}
+    for a in [*args, *kwargs.values()]:
+        if hasattr(a, "block_shape"):
+            a.block_shape = list(a.block_shape)
+    pre_hook({**dict(zip(names, args)), **kwargs})
+    return Launch(launch.fn, tuple(args), kwargs)
+
+
+def _target(launches: list[Launch]) -> tuple[Launch, Any]:
+    """The launch to sweep (the first autotuned one, else the first) and its Autotuner."""
+    for launch in launches:
+        tuner = _autotuner(launch.fn)
+        if tuner is not None:
+            return launch, tuner
+    return launches[0], None
+
+
+def _autotuner(fn: Any) -> Any:
+    """The Autotuner around `fn` among its module's globals: a plain user module with
+    @triton.autotune needs no spec to name it."""
+    import sys
+
+    tune_cls = compat.launcher_classes()["autotune"]
+    module = sys.modules.get(fn.fn.__module__)
+    for value in vars(module).values() if module else ():
+        if isinstance(value, tune_cls) and compat.base_function(value) is fn:
+            return value
+    return None
+
+
+def _configs(name: str, tuner: Any, base: Launch) -> list[Values]:
+    if name == "own":
+        if tuner is None:
+            raise fail(
+                "no-autotune",
+                f"{base.name} has no @triton.autotune configs of its own",
+                "use --space auto (generated from its tile parameters) or --space FILE",
+            )
+        return [
+            space.config_values(c.kwargs, **{k: getattr(c, k, None) for k in OPTION_NAMES})
+            for c in tuner.configs
+        ]
+    if name == "auto":
+        base_values = _configs("own", tuner, base)[0] if tuner is not None else _launch_values(base)
+        return space.generate(base_values)
+    return space.from_file(name)
+
+
+def _launch_values(launch: Launch) -> Values:
+    values = {k: getattr(v, "value", v) for k, v in launch.constexprs().items()}
+    return {
+        **values,
+        "num_warps": launch.kwargs.get("num_warps", 4),
+        "num_stages": launch.kwargs.get("num_stages", 3),
+    }
+
+
+def _row(shape: Shape, values: Values) -> dict:
+    return {
+        "shape": list(shape),
+        "label": space.key(values),
+        "values": values,
+        "status": analysis.TIMED,
+        "reason": "",
+        "compile_s": None,
+        "resources": None,
+        "ms": None,
+        "p20": None,
+        "p80": None,
+        "samples": 0,
+        "check": None,
+        "problem": None,
+    }
+
+
+def _previous(path: str | None) -> dict[tuple[str, str], dict]:
+    """Finished rows of an earlier run by (shape, config); the config it was running when it
+    ended becomes a "timeout" row, so the sweep goes on past it."""
+    if not path:
+        return {}
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise fail(
+            "bad-resume",
+            f"cannot read the earlier sweep {path}: {exc}",
+            "run the sweep without --resume",
+        ) from exc
+    rows = {(shape_text(r["shape"]), r["label"]): r for r in data.get("rows", [])}
+    running = data.get("running")
+    if running:
+        row = _row(tuple(running["shape"]), running["values"])
+        row["status"] = "timeout"
+        row["problem"] = Problem(
+            "config-timeout",
+            "the earlier run ended while this config ran (it hung, overran its time or crashed)",
+            "profile it alone, or drop it from the space",
+        ).to_dict()
+        rows[(shape_text(running["shape"]), running["label"])] = row
+    return rows
+
+
+def _arch(text: Any, device_arch: int | None) -> int:
+    if not text:
+        return device_arch or DEFAULT_ARCH
+    arch = int(text)
+    known = compat.cross_archs()
+    if arch not in known or arch < MIN_ARCH:
+        names = ", ".join(f"sm_{a}" for a in known if a >= MIN_ARCH)
+        raise fail(
+            "unsupported-arch",
+            f"this Triton's ptxas cannot compile for sm_{arch}",
+            f"pick one of {names}, or install a Triton whose ptxas knows sm_{arch}",
+        )
+    return arch
+
+
+def _default_shapes(spec: KernelSpec) -> list[Shape]:
+    if "bench" in spec.shapes:
+        return spec.shape_set("bench")
+    first = next(iter(spec.shapes))
+    return spec.shape_set(first)[:1]
+
+
+def _gpu_name() -> str:
+    import torch
+
+    return torch.cuda.get_device_name()

@@ -1,0 +1,100 @@
+"""Compile configs in parallel and read their static resources (the sweep job's side; imports
+triton).
+
+The workers are forked once, before the job touches CUDA, from a process that has already
+imported torch, triton and the kernel module: no start-up per config (16 fresh processes that
+each import torch ate the parallel gain on the GPU host). Each task carries only plain data, what
+`compat.bind_launch` made of one config's launch, and names the @triton.jit function by module
+and name; the worker compiles it with `triton.compile` (the cubin lands in Triton's cache, where
+the timing launch finds it) and reads registers, spills and shared memory from the cubin.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from workbench.ir import resources
+from workbench.ir.capture import Launch
+from workbench.run.faults import problem_from_exception
+from workbench.runtime import compat
+from workbench.runtime.errors import WorkbenchError, fail
+
+
+class CompilePool:
+    """`jobs` forked workers, started at once; `submit` returns a Future of `compile_task`."""
+
+    def __init__(self, jobs: int):
+        self.jobs = max(1, jobs)
+        context = multiprocessing.get_context("fork")
+        self.executor = ProcessPoolExecutor(self.jobs, mp_context=context)
+        self.executor.submit(os.getpid).result()  # forks every worker now, before any CUDA use
+
+    def submit(self, launch: Launch, arch: int, cubin: Path) -> Future:
+        options, signature, constexprs, attrs = compat.bind_launch(
+            launch.fn, compat.gpu_target(arch), launch.args, launch.kwargs
+        )
+        where = (launch.fn.fn.__module__, launch.fn.__name__)
+        bound = (options.__dict__, signature, constexprs, attrs)
+        return self.executor.submit(compile_task, where, arch, bound, str(cubin))
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+
+def compile_task(where: tuple[str, str], arch: int, bound: tuple, cubin: str) -> dict:
+    """In a worker: compile one config, write its cubin, read its resources. Never raises: a
+    failure is the result's "problem"."""
+    out: dict[str, Any] = {"hash": None, "compile_s": None, "resources": None, "problem": None}
+    try:
+        fn = _function(*where)
+        start = time.perf_counter()
+        kernel = compat.compile_bound(fn, arch, bound)
+        out["compile_s"] = round(time.perf_counter() - start, 3)
+        out["hash"] = kernel.hash
+        out["resources"] = static_resources(kernel, arch, Path(cubin))
+    except WorkbenchError as exc:
+        out["problem"] = exc.problem.to_dict()
+    except Exception as exc:  # noqa: BLE001 - one config failing leaves the others' results
+        out["problem"] = problem_from_exception(exc).to_dict()
+    return out
+
+
+def _function(module: str, name: str) -> Any:
+    found = getattr(sys.modules.get(module), name, None)
+    if found is None:
+        raise fail(
+            "not-module-level",
+            f"{name} is not a module-level name of {module}, so a compile worker cannot find it",
+            "define the @triton.jit (or @triton.autotune) function at the module's top level",
+        )
+    return compat.base_function(found)
+
+
+def static_resources(kernel: Any, arch: int, cubin: Path) -> dict:
+    """Registers, spills, shared memory and occupancy of a compiled kernel, from its cubin."""
+    cubin.parent.mkdir(parents=True, exist_ok=True)
+    cubin.write_bytes(kernel.asm["cubin"])
+    tool = compat.tool_path("cuobjdump")
+    proc = subprocess.run(
+        [tool, "--dump-resource-usage", str(cubin)], capture_output=True, text=True, timeout=120
+    )
+    md = kernel.metadata
+    usage = resources.parse_resource_usage(proc.stdout).get(md.name)
+    if proc.returncode != 0 or usage is None:
+        raise fail(
+            "no-resource-usage",
+            f"cuobjdump printed no resource usage for {md.name} in {cubin}",
+            f"run it by hand: {tool} --dump-resource-usage {cubin}",
+            detail=proc.stderr[-2000:],
+        )
+    res = resources.resources(
+        md.name, arch, usage, compat.shared_bytes(md), md.num_warps, md.num_stages
+    )
+    return res.to_dict()

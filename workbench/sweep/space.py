@@ -1,0 +1,119 @@
+"""The configs a sweep tries (pure): the kernel's own, a file's, or generated from its tile
+parameters; each is a flat dict of constexpr values and compile options."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+from workbench.ir.capture import OPTION_NAMES
+from workbench.ir.config import label
+from workbench.runtime.errors import fail
+from workbench.runtime.grammar import parse_settings
+
+Values = dict[str, Any]
+SPACES = ("own", "auto")
+"""Named spaces; anything else is a file of configs."""
+WARPS = (4, 8)
+STAGES = (2, 3, 4)
+TILE_MIN, TILE_MAX = 16, 256
+
+
+def config_values(kwargs: dict, **options: Any) -> Values:
+    """A triton.Config's kwargs and its options that are set, as one flat dict."""
+    return {
+        **kwargs,
+        **{
+            k: options[k]
+            for k in OPTION_NAMES
+            if options.get(k) is not None and not (k == "num_ctas" and options[k] == 1)
+        },
+    }
+
+
+def key(values: Values) -> str:
+    """The text that names a config in tables, files and `--resume`."""
+    return label(values)
+
+
+def from_file(path: str) -> list[Values]:
+    """A JSON list of configs (flat `{"BLOCK_M": 128, "num_warps": 8}` or triton.Config's own
+    `{"kwargs": {...}, "num_warps": 8}`), or a text file with one `K=V,...` per line."""
+    file = Path(path)
+    if not file.is_file():
+        raise fail(
+            "bad-space",
+            f"--space {path}: no such file, and not one of {', '.join(SPACES)}",
+            "name a JSON or K=V,... file of configs, or use --space own|auto",
+        )
+    text = file.read_text()
+    try:
+        if file.suffix == ".json":
+            items = json.loads(text)
+            if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+                raise ValueError("expected a list of objects")
+            configs = [_flat(i) for i in items]
+        else:
+            lines = [ln.strip() for ln in text.splitlines()]
+            configs = [parse_settings(ln) for ln in lines if ln and not ln.startswith("#")]
+    except (ValueError, TypeError) as exc:
+        raise fail(
+            "bad-space",
+            f"{path} is not a list of configs: {exc}",
+            'write a JSON list like [{"BLOCK_M": 128, "num_warps": 8}] or lines like '
+            "BLOCK_M=128,num_warps=8",
+            file=path,
+        ) from exc
+    if not configs:
+        raise fail("bad-space", f"{path} holds no configs", "add at least one config", file=path)
+    return configs
+
+
+def _flat(item: dict) -> Values:
+    if isinstance(item.get("kwargs"), dict):
+        return config_values(item["kwargs"], **{k: v for k, v in item.items() if k != "kwargs"})
+    return dict(item)
+
+
+def tile_params(values: Values) -> list[str]:
+    """Constexpr tile sizes: BLOCK*/TILE* names holding a power of two >= 16."""
+    return [
+        k
+        for k, v in values.items()
+        if ("BLOCK" in k.upper() or "TILE" in k.upper())
+        and type(v) is int
+        and v >= TILE_MIN
+        and not v & (v - 1)
+    ]
+
+
+def generate(base: Values, warps: tuple[int, ...] = WARPS, stages: tuple[int, ...] = STAGES):
+    """Every tile parameter at half, the same and twice its value (16..256) x num_warps x
+    num_stages, the base's other values kept."""
+    tiles = tile_params(base)
+    if not tiles:
+        raise fail(
+            "no-tile-parameters",
+            f"no BLOCK*/TILE* constexpr with a power-of-two value among {sorted(base)}",
+            "use --space own (the kernel's @triton.autotune configs) or a file of configs",
+        )
+    choices = [
+        sorted({v for v in (base[t] // 2, base[t], base[t] * 2) if TILE_MIN <= v <= TILE_MAX})
+        for t in tiles
+    ]
+    out = []
+    for sizes, w, s in itertools.product(itertools.product(*choices), warps, stages):
+        out.append({**base, **dict(zip(tiles, sizes)), "num_warps": w, "num_stages": s})
+    return out
+
+
+def autotune_snippet(configs: list[Values]) -> str:
+    """The configs as the `configs=[...]` list to paste into @triton.autotune."""
+    lines = []
+    for values in configs:
+        kwargs = {k: v for k, v in values.items() if k not in OPTION_NAMES}
+        opts = ", ".join(f"{k}={values[k]}" for k in OPTION_NAMES if k in values)
+        lines.append(f"    triton.Config({kwargs!r}, {opts}),")
+    return "configs=[\n" + "\n".join(lines) + "\n]"

@@ -1,0 +1,131 @@
+"""Run a sweep from the parent (no torch here): one job, or one per GPU with its own
+CUDA_VISIBLE_DEVICES and a share of the configs, merged; a job that ended on a hung or crashing
+config is resumed past it; the merged result is saved beside the runs, plotted and recorded."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from workbench.catalog.discovery import KernelEntry
+from workbench.run import jobs, store
+from workbench.runtime.errors import WorkbenchError, fail
+from workbench.sweep import analysis, plot
+from workbench.sweep.job import RESULT_FILE
+
+RETRIES = 5
+"""Resumes after a config hung or crashed its process, per GPU."""
+
+
+def all_gpus() -> list[str]:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        raise fail("no-gpus", "nvidia-smi is not on PATH", "name the GPUs: --gpus 0,1")
+    out = subprocess.run(
+        [smi, "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True
+    )
+    return [line.strip() for line in out.stdout.splitlines() if line.strip()]
+
+
+def latest(kernel: str) -> str | None:
+    """The newest sweep.json of `kernel` under reports/runs (what --resume continues)."""
+    found = []
+    for path in (store.reports_dir() / "runs").glob(f"*/{RESULT_FILE}"):
+        try:
+            if json.loads(path.read_text()).get("kernel") == kernel:
+                found.append(path)
+        except (OSError, ValueError):
+            continue
+    return str(max(found, key=lambda p: p.stat().st_mtime)) if found else None
+
+
+def run_sweep(
+    entry: KernelEntry,
+    params: dict,
+    gpus: list[str],
+    on_event: Callable[[dict], None] | None = None,
+    cancel: threading.Event | None = None,
+    timeout: float = 3600.0,
+) -> tuple[dict | None, list[jobs.Outcome]]:
+    """(merged result or None, the outcomes of every job run)."""
+    shards = [None] if len(gpus) <= 1 else list(range(len(gpus)))
+    cores = os.cpu_count() or 1
+    outcomes: list[list[jobs.Outcome]] = [[] for _ in shards]
+
+    def shard_run(i: int) -> None:
+        p = dict(params)
+        wrap = []
+        if shards[i] is not None:
+            p["shard"] = [i, len(shards)]
+            p["jobs"] = p.get("jobs") or max(1, cores // len(shards))
+            wrap = ["env", f"CUDA_VISIBLE_DEVICES={gpus[i]}"]
+        elif gpus:
+            wrap = ["env", f"CUDA_VISIBLE_DEVICES={gpus[0]}"]
+        for _ in range(RETRIES + 1):
+            outcome = jobs.run_job(jobs.Job("sweep", entry, p, timeout), on_event, cancel, wrap)
+            outcomes[i].append(outcome)
+            partial = _read(outcome)
+            if outcome.status not in ("crash", "timeout", "error") or not partial:
+                return
+            if not partial.get("running") or (cancel and cancel.is_set()):
+                return
+            p["resume"] = str(Path(outcome.run_dir) / RESULT_FILE)  # go on past the hung config
+
+    threads = [threading.Thread(target=shard_run, args=(i,)) for i in range(len(shards))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    lasts = [runs[-1] for runs in outcomes if runs]
+    parts = [r for r in (_read(o) for o in lasts) if r]
+    flat = [o for runs in outcomes for o in runs]
+    if not parts:
+        return None, flat
+    result = analysis.merge(parts) if len(parts) > 1 else analysis.summarize(parts[0])
+    folder = Path(lasts[0].run_dir)
+    if len(parts) > 1:
+        (folder / "sweep_merged.json").write_text(json.dumps(result, default=str))
+        _record(entry, params, result, folder)
+    result["plot"] = plot.png(result, folder / "sweep.png")
+    return result, flat
+
+
+def _read(outcome: jobs.Outcome) -> dict | None:
+    """The job's result, or what its sweep.json kept when it was cancelled or died."""
+    if outcome.result:
+        return outcome.result
+    path = Path(outcome.run_dir) / RESULT_FILE
+    try:
+        return json.loads(path.read_text()) if path.exists() else None
+    except ValueError:
+        return None
+
+
+def _record(entry: KernelEntry, params: dict, result: dict, folder: Path) -> None:
+    rec = store.RunRecord(
+        id=store.new_run_id(),
+        kind="sweep",
+        kernel=entry.name,
+        file=entry.file,
+        params={**params, "merged_from": [s.get("gpu_index") for s in result["shards"]]},
+        status="ok" if result.get("complete") else "partial",
+        started=time.time() - sum((result.get("timings") or {}).values()),
+        seconds=(result.get("timings") or {}).get("total_s", 0.0),
+        host=socket.gethostname(),
+        mode=result.get("mode") or "gpu",
+        summary=result.get("summary"),
+        result=result,
+        problem=None,
+        artifacts=str(folder),
+    )
+    try:
+        store.Store().record(rec)
+    except WorkbenchError as exc:  # the merged file is in the run folder either way
+        result["store_problem"] = exc.problem.to_dict()

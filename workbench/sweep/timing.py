@@ -1,0 +1,163 @@
+"""Run one config of a kernel through its own launcher, time it, and ask Triton's autotuner for
+its pick (GPU side; imports torch and triton).
+
+A config is pinned by giving the kernel's Autotuner that one config (its pre_hook kept), or, for
+a plain @triton.jit, by overriding the launch's constexprs and options: `kernel_fn` runs as the
+user wrote it, grid lambdas and all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import math
+import os
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from workbench.ir.capture import OPTION_NAMES
+from workbench.runtime import compat
+from workbench.sweep.space import Values, config_values, key
+
+FLUSH_BYTES = 256 << 20
+"""What do_bench zeroes before every timed call to flush L2."""
+WARMUP_CALLS = 3
+BATCH = 5
+MIN_SAMPLES = 10
+MAX_SAMPLES = 400
+BUDGET_MS = 100.0
+"""do_bench's default `rep`: the most GPU time one config gets."""
+PRECISION = 0.005
+"""Stop once the median's standard error is below 0.5 % of it..."""
+LOSER = 0.10
+"""...or once the config's 20th percentile is 10 % above the best median so far."""
+
+
+@contextlib.contextmanager
+def pinned(target: Any, values: Values) -> Iterator[None]:
+    """While inside, launches of `target` (an Autotuner or a JITFunction) use `values`."""
+    from triton import Config
+
+    classes = compat.launcher_classes()
+    kwargs = {k: v for k, v in values.items() if k not in OPTION_NAMES}
+    options = {k: v for k, v in values.items() if k in OPTION_NAMES}
+    if isinstance(target, classes["autotune"]):
+        saved = target.configs
+        hook = saved[0].pre_hook if saved else None
+        target.configs = [Config(kwargs, pre_hook=hook, **options)]
+        try:
+            yield
+        finally:
+            target.configs = saved
+        return
+    jit_cls = classes["jit"]
+    original = jit_cls.run
+
+    def run(self: Any, *args: Any, **kw: Any) -> Any:
+        return original(self, *args, **({**kw, **values} if self is target else kw))
+
+    jit_cls.run = run
+    try:
+        yield
+    finally:
+        jit_cls.run = original
+
+
+def adaptive_ms(fn: Callable[[], Any], best_ms: float | None = None) -> dict:
+    """Median, p20, p80 ms of fn with L2 flushed before each call; samples until the median is
+    known to PRECISION, the config is clearly slower than `best_ms`, or BUDGET_MS is spent."""
+    import torch
+
+    flush = torch.empty(FLUSH_BYTES, dtype=torch.int8, device="cuda")
+    for _ in range(WARMUP_CALLS):
+        fn()
+    torch.cuda.synchronize()
+    times: list[float] = []
+    spent = 0.0
+    stop = ""
+    while not stop:
+        pairs = [
+            (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+            for _ in range(BATCH)
+        ]
+        for start, end in pairs:
+            flush.zero_()
+            start.record()
+            fn()
+            end.record()
+        torch.cuda.synchronize()
+        batch = [s.elapsed_time(e) for s, e in pairs]
+        times += batch
+        spent += sum(batch)
+        stop = _stop(times, spent, best_ms)
+    p20, p50, p80 = _quantiles(times)
+    return {"ms": p50, "p20": p20, "p80": p80, "samples": len(times), "stop": stop}
+
+
+def _quantiles(times: list[float]) -> tuple[float, float, float]:
+    q = statistics.quantiles(times, n=10, method="inclusive")
+    return q[1], statistics.median(times), q[7]
+
+
+def _stop(times: list[float], spent: float, best_ms: float | None) -> str:
+    n = len(times)
+    if n >= MAX_SAMPLES:
+        return "samples"
+    if n < MIN_SAMPLES:
+        return ""
+    p20, p50, p80 = _quantiles(times)
+    sigma = (p80 - p20) / 1.683  # p80 - p20 spans 1.683 sigma of a normal distribution
+    if 1.253 * sigma / math.sqrt(n) <= PRECISION * p50:
+        return "precise"
+    if best_ms is not None and p20 > best_ms * (1.0 + LOSER):
+        return "clearly slower"
+    return "budget" if spent >= BUDGET_MS else ""
+
+
+def config_key(config: Any) -> str:
+    return key(config_values(config.kwargs, **{k: getattr(config, k, None) for k in OPTION_NAMES}))
+
+
+def triton_pick(tuner: Any, call: Callable[[], Any]) -> dict:
+    """What `tuner` (the kernel's Autotuner, its in-memory cache emptied) picks on `call`, how
+    long its first call took (benchmarking; the configs are compiled by then) and its timings."""
+    import torch
+
+    tuner.cache.clear()
+    start = time.perf_counter()
+    call()
+    torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    timings = getattr(tuner, "configs_timings", None) or {}
+    return {
+        "label": config_key(tuner.best_config),
+        "seconds": round(seconds, 3),
+        "timings": {config_key(c): _first(t) for c, t in timings.items()},
+    }
+
+
+def _first(t: Any) -> float:
+    return float(t[0] if isinstance(t, (list, tuple)) else t)
+
+
+def persisted(tuner: Any) -> list[dict]:
+    """Triton's on-disk autotune entries for this kernel (TRITON_CACHE_AUTOTUNING), each with its
+    key and the config with the lowest median, which Triton would pick on a hit."""
+    from triton import knobs
+
+    name = compat.base_function(tuner).__name__[:150]
+    found = []
+    for path in glob.glob(os.path.join(knobs.cache.dir, "*", f"{name}.autotune.json")):
+        try:
+            data = json.loads(open(path).read())
+            timings = [(c, _first(t)) for c, t in data["configs_timings"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if timings:
+            config, ms = min(timings, key=lambda ct: ct[1])
+            values = config_values(config.get("kwargs", {}), **config)
+            found.append({"file": path, "key": data.get("key"), "label": key(values), "ms": ms})
+    return found
