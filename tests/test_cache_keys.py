@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
-from workbench.cache import keys, scan
+from workbench.cache import keys, live, scan
 
 VERSIONS = FIXTURES / "cache_versions"
 MAKE = VERSIONS / "make.py"
@@ -88,11 +88,11 @@ def test_live_keys_find_the_entries_the_installed_triton_wrote(fresh, tmp_path, 
     inputs, found = made_by(fresh)
     [tuned] = found.tuned
     tuner = tiny_kernel.scale_tuned
-    expected = keys.live_autotune_dir(tiny_kernel.scale_kernel, 90, tuple(tuned.key), tuner.configs)
+    expected = live.autotune_dir(tiny_kernel.scale_kernel, 90, tuple(tuned.key), tuner.configs)
     assert triton.__version__ == inputs["triton_version"]
     assert expected == tuned.dir
     assert (
-        keys.live_autotune_dir(tiny_kernel.scale_kernel, 80, tuple(tuned.key), tuner.configs)
+        live.autotune_dir(tiny_kernel.scale_kernel, 80, tuple(tuned.key), tuner.configs)
         != tuned.dir
     )
 
@@ -105,7 +105,7 @@ def test_live_keys_find_the_entries_the_installed_triton_wrote(fresh, tmp_path, 
     launch = (tiny_kernel.scale_kernel, (x, x, 4096), {"BLOCK": 128, "num_warps": 2})
     kernel = compat.cross_compile(launch[0], 90, launch[1], launch[2])
     bound = compat.bind_launch(launch[0], compat.gpu_target(90), launch[1], launch[2])
-    predicted = keys.live_compile_dir(tiny_kernel.scale_kernel, bound, 90)
+    predicted = live.compile_dir(tiny_kernel.scale_kernel, bound, 90)
     assert predicted == keys.dirname(kernel.hash)
     assert predicted in {c.dir for c in scan.scan(str(cache)).compiled}
     assert predicted not in {c.dir for c in found.compiled}  # another launch, another entry

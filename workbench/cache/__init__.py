@@ -2,5 +2,6 @@
 find stale entries with their evidence, clear exactly them.
 
 `scan`, `static`, `findings`, `clear` and `freshness` are pure (no torch or triton, safe in the UI
-process); `keys` holds the key recipes per Triton version; `job` is the child-process side.
+process); `keys` holds the key recipes per Triton version; `live` (the installed Triton's key
+components) and `job` are the child-process side.
 """

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.cache import keys
+from workbench.cache import keys, live
 from workbench.catalog.spec import KernelSpec
 from workbench.runtime import compat
 
@@ -33,7 +33,7 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
     for item in inputs:
         for launch in item["launches"]:
             bound = compat.bind_launch(launch.fn, target, launch.args, launch.kwargs)
-            compile_dirs.setdefault(keys.live_compile_dir(launch.fn, bound, arch), item["label"])
+            compile_dirs.setdefault(live.compile_dir(launch.fn, bound, arch), item["label"])
             tuner = tuners.get(id(launch.fn))
             if tuner is not None:
                 named = _named(tuner, launch)
@@ -137,7 +137,7 @@ def _reach(entry: dict, tuners: dict, groups: dict, arch: int) -> dict:
         if base.__name__[:150] != entry["kernel"]:
             continue
         tuning = keys.tuning_key_from_file(entry["key"])
-        expected = keys.live_autotune_dir(base, arch, tuning, tuner.configs)
+        expected = live.autotune_dir(base, arch, tuning, tuner.configs)
         here = entry["dir"].rsplit("/", 1)[-1]
         out |= {"expected_dir": expected, "reachable": expected == here}
         out["inputs"] = _labels(groups.get((fid, tuning), []))

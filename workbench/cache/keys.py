@@ -1,8 +1,8 @@
 """The one place for Triton's cache-key recipes, per version (3.4 to 3.9).
 
 The recipes are pure string functions, so a key recorded under one Triton can be checked under
-another. The `live_*` functions ask the installed Triton for each component (they import
-triton, so only child processes call them). Kept apart from runtime/compat because the recipes
+another; `cache.live` asks the installed Triton for each component (child processes only). Kept
+apart from runtime/compat because the recipes
 are the doctor's own subject: each is tested against caches that real Triton versions wrote.
 """
 
@@ -74,70 +74,3 @@ def tuning_key(named_args: dict[str, Any], key_names: Sequence[str]) -> tuple:
 def version_tuple(text: str) -> tuple[int, int]:
     major, minor = text.split(".")[:2]
     return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
-
-
-# --- the installed Triton's components (child processes only) --------------------------------
-
-
-def live_triton_key() -> str:
-    try:
-        from triton.runtime.cache import triton_key  # 3.5+
-    except ImportError:
-        from triton.compiler.compiler import triton_key  # 3.4
-    return triton_key()
-
-
-def live_env_vars() -> str:
-    from triton._C.libtriton import get_cache_invalidating_env_vars
-
-    return str(sorted(get_cache_invalidating_env_vars().items()))
-
-
-def live_inspection_key() -> str:
-    import triton
-    from triton import knobs
-
-    hook = getattr(knobs.runtime, "add_stages_inspection_hook", None)
-    if hook is None or version_tuple(triton.__version__) < INSPECTION_HOOK_IN_KEY:
-        return ""
-    return hook()[0]
-
-
-def live_backend(arch: int) -> Any:
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import make_backend
-
-    return make_backend(GPUTarget("cuda", arch, 32))
-
-
-def live_compile_dir(fn: Any, bound: tuple[Any, dict, dict, dict], arch: int) -> str:
-    """The directory `triton.compile` uses for a launch of `fn` bound (by compat.bind_launch)
-    as (options, signature, constexprs, attrs) for sm_<arch>."""
-    from triton.compiler import ASTSource
-
-    options, signature, constexprs, attrs = bound
-    backend = live_backend(arch)
-    src = ASTSource(fn, signature, constexprs, attrs)
-    parsed = backend.parse_options(dict(options.__dict__, **src.parse_options()))
-    key = compile_key(
-        live_triton_key(),
-        src.hash(),
-        backend.hash(),
-        parsed.hash(),
-        live_env_vars(),
-        live_inspection_key(),
-    )
-    return dirname(sha256(key))
-
-
-def live_autotune_dir(fn: Any, arch: int, tuning: tuple, configs: Sequence[Any]) -> str:
-    """The directory `check_disk_cache` uses for `fn` (the @jit under the autotuner)."""
-    key = autotune_key(
-        live_triton_key(),
-        live_backend(arch).hash(),
-        fn.cache_key,
-        live_env_vars(),
-        tuning,
-        [str(c) for c in configs],
-    )
-    return dirname(sha256(key))
