@@ -68,7 +68,6 @@ def ir_job(
         parse_settings(text)  # a malformed selector fails here, before any compile
     entry = discover(args.path).find(name)
     params = {
-        "file": entry.file,
         "arch": parse_arch(args.arch) if args.arch else None,
         "configs": configs,
         "stages": stages,
