@@ -39,9 +39,12 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
     compat.require_supported()
     gpu = ctx.device.startswith("cuda")
     spec = compile_mode(spec, params["file"])
+    start = time.perf_counter()
     pool = CompilePool(int(params.get("jobs") or os.cpu_count() or 1))  # before any CUDA use
     try:
-        return Sweep(spec, params, ctx, gpu, pool).run()
+        sweep = Sweep(spec, params, ctx, gpu, pool)
+        sweep.result["timings"]["pool_start_s"] = round(time.perf_counter() - start, 3)
+        return sweep.run()
     finally:
         pool.close()
 
@@ -116,7 +119,9 @@ class Sweep:
             row = futures[future]
             row.update(self._compiled(future))
             if bench is not None and row["status"] == analysis.TIMED:
+                started = time.perf_counter()
                 self._time_row(row, bench, target)
+                self._add_time("timing_s", time.perf_counter() - started)
             elif row["status"] == analysis.TIMED:
                 row["status"] = "static"
             self._add(row)
@@ -124,8 +129,10 @@ class Sweep:
                 sum(r["shape"] == list(shape) for r in self.result["rows"]), total, row["label"]
             )
         self._add_time("sweep_s", time.perf_counter() - phase)
-        if bench is not None and tuner is not None and not self.params.get("shard", [0])[0]:
-            self._triton(text, tuner, bench)
+        if bench is not None and tuner is not None and not (shard and shard[0]):
+            started = time.perf_counter()
+            self._triton(text, tuner, bench)  # beside the sweep, outside its sweep_s
+            self._add_time("triton_s", time.perf_counter() - started)
 
     def _submit(self, base: Launch, tuner: Any, shape: Shape, todo: list[Values]) -> dict:
         hook = tuner.configs[0].pre_hook if tuner is not None and tuner.configs else None

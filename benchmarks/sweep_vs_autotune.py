@@ -1,0 +1,95 @@
+"""GPU goal 1: the sweep's wall time against @triton.autotune's first call with an empty cache,
+same 16 configs (benchmarks/sweep_matmul16.py), same shape, same run; both winners printed.
+
+Each side runs in its own process with a fresh TRITON_CACHE_DIR. The autotune side times only
+the first call (its imports excluded); the sweep side reports the job's own phases (pool start,
+compile + check + time = sweep_s; Triton's pick beside it = triton_s, excluded) and the whole CLI
+wall. Goal: sweep <= 0.35 x autotune (stretch 0.2), same winner or one within noise.
+
+    python benchmarks/sweep_vs_autotune.py --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from workbench.sweep.analysis import within_noise  # noqa: E402
+
+MODULE = ROOT / "benchmarks" / "sweep_matmul16.py"
+AUTOTUNE = f"""
+import importlib.util, json, time, torch
+spec = importlib.util.spec_from_file_location("m16", {str(MODULE)!r})
+m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+args = m.get_inputs(); torch.cuda.synchronize()
+start = time.perf_counter(); m.kernel_fn(*args); torch.cuda.synchronize()
+seconds = time.perf_counter() - start
+c = m.matmul_kernel.best_config
+print(json.dumps({{"seconds": seconds, "best": {{**c.kwargs, "num_warps": c.num_warps,
+                  "num_stages": c.num_stages}}}}))
+"""
+
+
+def fresh_env(tmp: Path, name: str) -> dict:
+    return {**os.environ, "TRITON_CACHE_DIR": str(tmp / name), "PYTHONPATH": str(ROOT)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=".")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="sweep-vs-autotune-"))
+    tuned = subprocess.run(
+        [sys.executable, "-c", AUTOTUNE], env=fresh_env(tmp, "autotune"), capture_output=True,
+        text=True, check=True,
+    )  # fmt: skip
+    autotune = json.loads(tuned.stdout.strip().splitlines()[-1])
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "workbench", "sweep", "matmul16", "--path", str(MODULE), "--json"],
+        env={**fresh_env(tmp, "sweep"), "WORKBENCH_REPORTS": str(out / "reports")},
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    cli_wall = time.perf_counter() - start
+    (out / "sweep_vs_autotune_cli.json").write_text(proc.stdout)
+    result = json.loads(proc.stdout)["result"]
+    shape = next(iter(result["shapes"]))
+    info = result["shapes"][shape]
+    t = result["timings"]
+    sweep_s = t["pool_start_s"] + t["sweep_s"]
+    rows = {r["label"]: r for r in result["rows"]}
+    auto_label = ",".join(f"{k}={v}" for k, v in autotune["best"].items())
+    best, pick = rows.get(info["best"]), rows.get(auto_label)
+    report = {
+        "gpu": result["gpu"],
+        "triton": result["triton_version"],
+        "autotune_first_call_s": round(autotune["seconds"], 3),
+        "sweep_s": round(sweep_s, 3),
+        "ratio": round(sweep_s / autotune["seconds"], 3),
+        "cli_wall_s": round(cli_wall, 3),
+        "cli_ratio": round(cli_wall / autotune["seconds"], 3),
+        "timings": t,
+        "sweep_best": info["best"],
+        "sweep_best_ms": info["best_ms"],
+        "autotune_best": auto_label,
+        "autotune_best_ms_in_sweep": pick and pick.get("ms"),
+        "same_or_within_noise": bool(best and pick and (best is pick or within_noise(best, pick))),
+        "in_run_triton_pick": info.get("triton"),
+        "summary": result["summary"],
+    }
+    (out / "sweep_vs_autotune.json").write_text(json.dumps(report, indent=2))
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
