@@ -9,11 +9,11 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from workbench.cache import rows
+from workbench.views import cache as rows
 
 
 class CachePane(Vertical):
-    """Shows the dict `workbench cache --json` prints (cli.cache.build_report)."""
+    """Shows the dict `workbench cache --json` prints (cache.report.build_report)."""
 
     def compose(self) -> ComposeResult:
         yield Static(id="cache-summary")

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import time
+
+from workbench.views.text import table
+
 COMPILED_HEADERS = (
     "entry",
     "kernel",
@@ -73,3 +77,37 @@ def summary_line(report: dict) -> str:
         f"{len(s['leftovers'])} leftover(s), {s['total_size'] / 1e6:.2f} MB; "
         f"Triton {report['triton'] or 'not installed'}"
     )
+
+
+def report_text(report: dict) -> str:
+    s = report["scan"]
+    now = time.time()
+    lines = [summary_line(report)]
+    if s["compiled"]:
+        lines += [
+            "",
+            table(COMPILED_HEADERS, [compiled_row(c, now) for c in s["compiled"]]),
+        ]
+    if s["tuned"]:
+        lines += ["", table(TUNED_HEADERS, [tuned_row(t, now) for t in s["tuned"]])]
+    reach = report.get("reach")
+    if reach:
+        lines += [
+            "",
+            f"{report['kernel']} on Triton {reach['triton_version']}, sm_{reach['arch']}:",
+        ]
+        for k in reach["keys"]:
+            lines.append(f"  {k['kernel']} key {tuple(k['key'])} <- {', '.join(k['inputs'])}")
+        for a in reach["autotune"]:
+            state = "served" if a["reachable"] else "unreachable"
+            lines.append(f"  {a['path']}: {state}")
+        for v in reach.get("verify", []):
+            lines.append(
+                f"  verify {v['kernel']} {tuple(v['key'])}: {v['status']}, "
+                f"{'STALE' if v['stale'] else 'ok'} (served {v['served']['config']})"
+            )
+    if report.get("problem"):
+        p = report["problem"]
+        lines += ["", f"problem: {p['cause']}\n  remedy: {p['remedy']}"]
+    lines += ["", finding_text(report["findings"])]
+    return "\n".join(lines)

@@ -1,0 +1,74 @@
+"""A cache report: the scan, its findings and, for one kernel, its recomputed keys (parent side).
+
+Scanning is pure file work here; recomputing a kernel's keys (and, on a GPU, re-timing its
+tunings) runs in a child job, so this process never imports triton.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+from workbench.cache import findings, scan, static
+from workbench.catalog.discovery import KernelEntry
+from workbench.run import jobs, machine
+
+
+def installed_triton() -> str | None:
+    """The installed Triton's version, read from its metadata (no import)."""
+    try:
+        return metadata.version("triton")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def build_report(
+    root: str | None, entry: KernelEntry | None, arch: int | None = None, verify: bool = False
+) -> dict:
+    """The cache under root scanned, with its findings; with a kernel, the keys its inputs
+    would be served (recomputed in a child job) and, with verify on a GPU, re-timed tunings."""
+    found = scan.scan(root or scan.default_root())
+    version = installed_triton()
+    report: dict = {
+        "scan": found.to_dict(),
+        "triton": version,
+        "kernel": entry.name if entry else None,
+        "problem": None,
+        "findings": findings.scan_findings(found, version),
+        "reach": None,
+    }
+    if entry is None:
+        return report
+    source = open(entry.file).read()
+    report["findings"] += static.findings(source, entry.file, version)
+    tuned = [
+        {**t.__dict__, "path": findings.tuned_path(t.dir, t.kernel)} for t in found.tuned if t.key
+    ]
+    params = {"file": entry.file, "tuned": tuned, "arch": arch, "verify": verify}
+    if verify and not machine.has_gpu():
+        report["problem"] = {
+            "cause": "verify re-times configs: it needs a GPU",
+            "remedy": "run `cache verify` on the GPU host",
+        }
+    outcome = jobs.run_job(jobs.Job("cache", entry, params, timeout=1800 if verify else 600))
+    if outcome.problem:
+        report["problem"] = outcome.problem.to_dict()
+        return report
+    reach = outcome.result or {}
+    report["reach"] = reach
+    report["findings"] += findings.reach_findings(found, reach)
+    report["findings"] += findings.measured_findings(reach.get("verify", []))
+    return report
+
+
+def owned_entries(report: dict) -> list[tuple[str, int]]:
+    """Every entry of the report's kernel: its functions' compiled dirs and autotune files."""
+    reach = report.get("reach") or {}
+    names = {f["name"] for f in reach.get("functions", [])}
+    found = report["scan"]
+    out = [(c["dir"], c["size"]) for c in found["compiled"] if c["name"] in names]
+    out += [
+        (findings.tuned_path(t["dir"], t["kernel"]), t["size"])
+        for t in found["tuned"]
+        if t["kernel"] in names
+    ]
+    return out
