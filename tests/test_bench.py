@@ -14,10 +14,9 @@ from conftest import FIXTURES, ROOT
 
 from workbench.bench import campaign, metrics
 from workbench.bench import report as benchreport
-from workbench.bench.ceilings import Ceilings
 from workbench.bench.job import run_bench
 from workbench.bench.metrics import Timings
-from workbench.bench.result import RECORD_FIELDS, BenchResult, Sample
+from workbench.bench.result import RECORD_FIELDS, BenchResult, Ceilings, Sample
 from workbench.catalog.discovery import discover
 from workbench.catalog.loader import load_spec
 from workbench.cli.main import main

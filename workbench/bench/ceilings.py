@@ -13,9 +13,9 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from workbench.bench.result import Ceilings
 from workbench.run import store
 
 COPY_BYTES = 1 << 30
@@ -27,30 +27,6 @@ MATMUL_SIZES: dict[str, tuple[int, ...]] = {
 }
 QUANTILES = [0.5, 0.2, 0.8]
 Emit = Callable[[dict], None]
-
-
-@dataclass(frozen=True)
-class Ceilings:
-    device: str
-    torch: str
-    triton: str
-    copy_gbps: float
-    matmul_tflops: dict[str, dict[str, float]]
-    """dtype -> {matrix size: TFLOP/s}."""
-    l2_bytes: int
-    measured: str
-
-    def matmul_rate(self, dtype: str | None) -> float:
-        """The best measured matmul rate for this dtype (bfloat16's when it was not measured)."""
-        by_size = self.matmul_tflops.get(dtype or "") or self.matmul_tflops["bfloat16"]
-        return max(by_size.values())
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> Ceilings:
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
 
 
 def quantiles_ms(fn: Callable[[], object]) -> tuple[float, float, float]:

@@ -18,7 +18,7 @@ import torch
 
 from workbench.bench import ceilings
 from workbench.bench.metrics import Timings
-from workbench.bench.result import BenchRecord, BenchResult, Sample, case_record
+from workbench.bench.result import BenchRecord, BenchResult, Ceilings, Sample, case_record
 from workbench.catalog.spec import KernelSpec, Shape
 from workbench.check import job as check
 from workbench.run import machine
@@ -60,7 +60,7 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
 def run_bench(
     spec: KernelSpec,
     emit: Emit,
-    ceil: ceilings.Ceilings,
+    ceil: Ceilings,
     measure: Measure,
     shapes: list[list[int]] | None = None,
     dtypes: list[str] | None = None,

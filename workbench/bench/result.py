@@ -6,11 +6,35 @@ Pure (no torch): the child builds records from raw timings, the parent reads the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from workbench.bench import metrics
-from workbench.bench.ceilings import Ceilings
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    device: str
+    torch: str
+    triton: str
+    copy_gbps: float
+    matmul_tflops: dict[str, dict[str, float]]
+    """dtype -> {matrix size: TFLOP/s}."""
+    l2_bytes: int
+    measured: str
+
+    def matmul_rate(self, dtype: str | None) -> float:
+        """The best measured matmul rate for this dtype (bfloat16's when it was not measured)."""
+        by_size = self.matmul_tflops.get(dtype or "") or self.matmul_tflops["bfloat16"]
+        return max(by_size.values())
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Ceilings:
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
+
 
 RECORD_FIELDS = (
     "name",
