@@ -318,17 +318,20 @@ def _bytes(s: tuple[int, ...], esize: int) -> float:
     return 4.0 * math.prod(s) * esize  # q, k, v read once, o written once
 
 
+SHAPES = {
+    "regular": [(1, 2, 64, 64), (1, 1, 128, 128)],
+    "irregular": [(2, 1, 100, 64), (1, 1, 33, 128)],
+    "bench": [(4, 32, 4096, 128), (4, 32, 4096, 64)],
+}
+DTYPES = ("float32", "float16", "bfloat16")
+
 ATTENTION = KernelSpec(
     name="attention",
     kernel_fn=attention,
     reference_fn=_reference,
     make_inputs=_inputs(False),
-    shapes={
-        "regular": [(1, 2, 64, 64), (1, 1, 128, 128)],
-        "irregular": [(2, 1, 100, 64), (1, 1, 33, 128)],
-        "bench": [(4, 32, 4096, 128), (4, 32, 4096, 64)],
-    },
-    dtypes=("float32", "float16", "bfloat16"),
+    shapes=SHAPES,
+    dtypes=DTYPES,
     tolerances=MATMUL_TOLERANCES,
     flops=_flops(False),
     bytes_moved=_bytes,
@@ -341,12 +344,8 @@ ATTENTION_CAUSAL = KernelSpec(
     kernel_fn=attention,
     reference_fn=_reference,
     make_inputs=_inputs(True),
-    shapes={
-        "regular": [(1, 2, 64, 64), (1, 1, 128, 128)],
-        "irregular": [(2, 1, 100, 64), (1, 1, 33, 128)],
-        "bench": [(4, 32, 4096, 128), (4, 32, 4096, 64)],
-    },
-    dtypes=("float32", "float16", "bfloat16"),
+    shapes=SHAPES,
+    dtypes=DTYPES,
     tolerances=MATMUL_TOLERANCES,
     flops=_flops(True),
     bytes_moved=_bytes,

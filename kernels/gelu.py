@@ -200,17 +200,20 @@ def _elements(shape) -> float:
     return float(math.prod(shape))
 
 
+SHAPES = {
+    "regular": [(4096,), (64, 1024)],
+    "irregular": [(1,), (1000,), (3, 5, 7), (4099,)],
+    "bench": [(1 << 28,), (8192, 8192)],
+}
+DTYPES = ("float32", "float16", "bfloat16")
+
 GELU_ERF = KernelSpec(
     name="gelu",
     kernel_fn=gelu,
     reference_fn=F.gelu,
     make_inputs=_x,
-    shapes={
-        "regular": [(4096,), (64, 1024)],
-        "irregular": [(1,), (1000,), (3, 5, 7), (4099,)],
-        "bench": [(1 << 28,), (8192, 8192)],
-    },
-    dtypes=("float32", "float16", "bfloat16"),
+    shapes=SHAPES,
+    dtypes=DTYPES,
     flops=lambda s: 20.0 * _elements(s),
     bytes_moved=lambda s, esize: 2.0 * _elements(s) * esize,
     jit=(_gelu_kernel,),
@@ -222,12 +225,8 @@ GELU_TANH = KernelSpec(
     kernel_fn=lambda x: gelu(x, "tanh"),
     reference_fn=lambda x: F.gelu(x, approximate="tanh"),
     make_inputs=_x,
-    shapes={
-        "regular": [(4096,), (64, 1024)],
-        "irregular": [(1,), (1000,), (3, 5, 7), (4099,)],
-        "bench": [(1 << 28,), (8192, 8192)],
-    },
-    dtypes=("float32", "float16", "bfloat16"),
+    shapes=SHAPES,
+    dtypes=DTYPES,
     flops=lambda s: 10.0 * _elements(s),
     bytes_moved=lambda s, esize: 2.0 * _elements(s) * esize,
     jit=(_gelu_kernel,),
@@ -239,12 +238,8 @@ GELU_DROPOUT = KernelSpec(
     kernel_fn=gelu_dropout,
     reference_fn=gelu_dropout_reference,
     make_inputs=_x_p_seed,
-    shapes={
-        "regular": [(4096,), (64, 1024)],
-        "irregular": [(1,), (1000,), (3, 5, 7), (4099,)],
-        "bench": [(1 << 28,), (8192, 8192)],
-    },
-    dtypes=("float32", "float16", "bfloat16"),
+    shapes=SHAPES,
+    dtypes=DTYPES,
     flops=lambda s: 30.0 * _elements(s),
     bytes_moved=lambda s, esize: 2.0 * _elements(s) * esize,
     jit=(_gelu_kernel,),

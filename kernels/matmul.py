@@ -385,17 +385,22 @@ def _bias_gelu_inputs(shape: tuple[int, ...], dtype: torch.dtype, device: str) -
     return (*_operands(shape, dtype, device), bias)
 
 
+CHECK_SHAPES = {
+    "regular": [(64, 64, 64), (128, 96, 64)],
+    "irregular": [(100, 72, 40), (1, 33, 17)],
+}
+DTYPES = ("float32", "float16", "bfloat16")
+
 MATMUL = KernelSpec(
     name="matmul",
     kernel_fn=matmul,
     reference_fn=torch.matmul,
     make_inputs=_matmul_inputs,
     shapes={
-        "regular": [(64, 64, 64), (128, 96, 64)],
-        "irregular": [(100, 72, 40), (1, 33, 17)],
+        **CHECK_SHAPES,
         "bench": [(4096, 4096, 4096), (8192, 8192, 8192)],
     },
-    dtypes=("float32", "float16", "bfloat16"),
+    dtypes=DTYPES,
     tolerances=MATMUL_TOLERANCES,
     flops=lambda s: 2.0 * s[0] * s[1] * s[2],
     bytes_moved=lambda s, esize: float(s[0] * s[2] + s[2] * s[1] + s[0] * s[1]) * esize,
@@ -409,12 +414,11 @@ MATMUL_BIAS_GELU = KernelSpec(
     reference_fn=_reference_bias_gelu,
     make_inputs=_bias_gelu_inputs,
     shapes={
-        "regular": [(64, 64, 64), (128, 96, 64)],
-        "irregular": [(100, 72, 40), (1, 33, 17)],
+        **CHECK_SHAPES,
         # LLM MLP up-projections: tokens x (4 * hidden) x hidden (GPT-2 XL, Llama-7B, 13B).
         "bench": [(8192, 6400, 1600), (8192, 11008, 4096), (4096, 13824, 5120)],
     },
-    dtypes=("float32", "float16", "bfloat16"),
+    dtypes=DTYPES,
     tolerances=MATMUL_TOLERANCES,
     flops=lambda s: 2.0 * s[0] * s[1] * s[2],
     bytes_moved=lambda s, esize: float(s[0] * s[2] + s[2] * s[1] + s[0] * s[1] + s[1]) * esize,

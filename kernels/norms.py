@@ -335,18 +335,20 @@ def _rows_bytes(passes: int, params: int):
 
 # fp32 statistics of the same row, reduced in another order than torch's: a few ulps apart.
 _TOLERANCES = {"float32": Tolerance(atol=1e-4, rtol=1e-5, rel_l2=1e-5)}
+SHAPES = {
+    "regular": [(8, 256), (4, 4096)],
+    "irregular": [(1, 1), (7, 1000), (3, 5, 33), (2, 20000)],
+    "bench": [(32768, 4096), (8192, 8192)],
+}
+DTYPES = ("float32", "float16", "bfloat16")
 
 LAYER_NORM = KernelSpec(
     name="layer_norm",
     kernel_fn=layer_norm,
     reference_fn=lambda x, w, b: F.layer_norm(x, x.shape[-1:], w, b),
     make_inputs=_ln_inputs,
-    shapes={
-        "regular": [(8, 256), (4, 4096)],
-        "irregular": [(1, 1), (7, 1000), (3, 5, 33), (2, 20000)],
-        "bench": [(32768, 4096), (8192, 8192)],
-    },
-    dtypes=("float32", "float16", "bfloat16"),
+    shapes=SHAPES,
+    dtypes=DTYPES,
     tolerances=_TOLERANCES,
     flops=lambda s: 8.0 * math.prod(s),
     bytes_moved=_rows_bytes(2, 2),
@@ -359,12 +361,8 @@ RMS_NORM = KernelSpec(
     kernel_fn=rms_norm,
     reference_fn=lambda x, w: F.rms_norm(x, x.shape[-1:], w, eps=1e-6),
     make_inputs=_rms_inputs,
-    shapes={
-        "regular": [(8, 256), (4, 4096)],
-        "irregular": [(1, 1), (7, 1000), (3, 5, 33), (2, 20000)],
-        "bench": [(32768, 4096), (8192, 8192)],
-    },
-    dtypes=("float32", "float16", "bfloat16"),
+    shapes=SHAPES,
+    dtypes=DTYPES,
     tolerances=_TOLERANCES,
     flops=lambda s: 4.0 * math.prod(s),
     bytes_moved=_rows_bytes(2, 1),
@@ -377,12 +375,8 @@ ADD_DROPOUT_LAYER_NORM = KernelSpec(
     kernel_fn=add_dropout_layer_norm,
     reference_fn=add_dropout_layer_norm_reference,
     make_inputs=_fused_inputs,
-    shapes={
-        "regular": [(8, 256), (4, 4096)],
-        "irregular": [(1, 1), (7, 1000), (3, 5, 33), (2, 20000)],
-        "bench": [(32768, 4096), (8192, 8192)],
-    },
-    dtypes=("float32", "float16", "bfloat16"),
+    shapes=SHAPES,
+    dtypes=DTYPES,
     tolerances=_TOLERANCES,
     flops=lambda s: 40.0 * math.prod(s),
     bytes_moved=_rows_bytes(4, 2),

@@ -222,6 +222,8 @@ def _bytes(shape, esize) -> float:
     return 2.0 * math.prod(shape) * esize
 
 
+DTYPES = ("float32", "float16", "bfloat16")
+
 SOFTMAX = KernelSpec(
     name="softmax",
     kernel_fn=softmax,
@@ -232,7 +234,7 @@ SOFTMAX = KernelSpec(
         "irregular": [(1, 1), (7, 1000), (3, 5, 33), (2, 16384)],
         "bench": [(32768, 4096), (8192, 8192), (32768, 1024)],
     },
-    dtypes=("float32", "float16", "bfloat16"),
+    dtypes=DTYPES,
     flops=lambda s: 5.0 * math.prod(s),
     bytes_moved=_bytes,
     jit=(_softmax_kernel,),
@@ -249,7 +251,7 @@ SOFTMAX_ONLINE = KernelSpec(
         "irregular": [(1, 1), (9, 1000), (3, 2, 1537)],
         "bench": [(4096, 65536), (2048, 131072), (1024, 262144)],
     },
-    dtypes=("float32", "float16", "bfloat16"),
+    dtypes=DTYPES,
     flops=lambda s: 8.0 * math.prod(s),
     bytes_moved=_bytes,
     jit=(_softmax_online_kernel,),

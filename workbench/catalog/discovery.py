@@ -1,7 +1,8 @@
 """Find kernel modules and read what they declare without importing them.
 
 Importing a kernel module imports torch and triton, which takes seconds; listing must not. So
-the catalog comes from the source: `KernelSpec(...)` calls with literal fields, or the three
+the catalog comes from the source: `KernelSpec(...)` calls with literal fields (or module-level
+names bound to literals), or the three
 names of the kernel-writing contract (`kernel_fn`, `reference_fn`, `get_inputs`). Syntax errors
 and top-level imports of missing packages are found here too; anything else that breaks at
 import time is reported by the child process that imports the module (`workbench.catalog.loader`).
@@ -151,13 +152,14 @@ def scan_module(path: Path) -> tuple[list[KernelEntry], list[Problem]]:
     problems = list(_missing_imports(tree, path))
     if problems:
         return [], problems
-    entries = [_entry(call, file) for call in _spec_calls(tree)]
+    names = module_constants(tree)
+    entries = [_entry(call, file, names) for call in spec_calls(tree)]
     if not entries and _defines_three_names(tree):
         entries = [KernelEntry(name=path.stem, file=file, line=1, contract="three-name")]
     return entries, []
 
 
-def _spec_calls(tree: ast.Module) -> Iterable[ast.Call]:
+def spec_calls(tree: ast.Module) -> Iterable[ast.Call]:
     """KernelSpec(...) calls outside function bodies, in source order."""
     stack: list[ast.AST] = list(reversed(tree.body))
     while stack:
@@ -167,6 +169,44 @@ def _spec_calls(tree: ast.Module) -> Iterable[ast.Call]:
         if isinstance(node, ast.Call) and _callee(node) == "KernelSpec":
             yield node
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def spec_keyword(tree: ast.Module, spec_name: str, key: str) -> ast.expr | None:
+    """The expression given as `key=` to the KernelSpec named `spec_name`, as written."""
+    names = module_constants(tree)
+    for call in spec_calls(tree):
+        if _spec_name(call, names) == spec_name:
+            return _keywords(call).get(key)
+    return None
+
+
+def module_constants(tree: ast.Module) -> dict[str, ast.expr]:
+    """Names bound exactly once at module level, to the expression they are bound to: what a
+    spec's fields may name in place of a literal (`SHAPES = {...}` then `shapes=SHAPES`)."""
+    bound: dict[str, ast.expr] = {}
+    rebound: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            pairs = [(t, node.value) for t in node.targets]
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            pairs = [(node.target, node.value)]
+        else:
+            continue
+        for target, value in pairs:
+            if isinstance(target, ast.Name):
+                if target.id in bound:
+                    rebound.add(target.id)
+                bound[target.id] = value
+    return {k: v for k, v in bound.items() if k not in rebound}
+
+
+def _keywords(call: ast.Call) -> dict[str, ast.expr]:
+    return {k.arg: k.value for k in call.keywords if k.arg}
+
+
+def _spec_name(call: ast.Call, names: dict[str, ast.expr]) -> object:
+    named = _literal(_keywords(call).get("name"), names)
+    return named or (_literal(call.args[0], names) if call.args else None)
 
 
 def _callee(call: ast.Call) -> str:
@@ -184,48 +224,55 @@ _OPS = {
 }
 
 
-def _literal(node: ast.AST | None) -> object:
-    """The value of a literal, allowing integer arithmetic such as `1 << 28` or `32 * 1024`."""
+def _literal(node: ast.AST | None, names: dict[str, ast.expr]) -> object:
+    """The value of a literal, allowing integer arithmetic such as `1 << 28` or `32 * 1024`,
+    module-level names bound to literals, and `**` of such a name inside a dict."""
     try:
-        return _evaluate(node) if node is not None else None
+        return _evaluate(node, names) if node is not None else None
     except (ValueError, TypeError, KeyError, OverflowError, RecursionError):
         return None
 
 
-def _evaluate(node: ast.AST) -> object:
+def _evaluate(node: ast.AST, names: dict[str, ast.expr]) -> object:
     if isinstance(node, ast.Constant):
         return node.value
+    if isinstance(node, ast.Name):
+        return _evaluate(names[node.id], names)  # KeyError: not a module-level constant
     if isinstance(node, (ast.Tuple, ast.List)):
-        return [_evaluate(e) for e in node.elts]
+        return [_evaluate(e, names) for e in node.elts]
     if isinstance(node, ast.Dict):
-        return {_evaluate(k): _evaluate(v) for k, v in zip(node.keys, node.values) if k}
+        out: dict = {}
+        for k, v in zip(node.keys, node.values):
+            value = _evaluate(v, names)
+            out.update(value if k is None else {_evaluate(k, names): value})  # type: ignore[arg-type]
+        return out
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return -_evaluate(node.operand)  # type: ignore[operator]
+        return -_evaluate(node.operand, names)  # type: ignore[operator]
     if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-        left, right = _evaluate(node.left), _evaluate(node.right)
+        left, right = _evaluate(node.left, names), _evaluate(node.right, names)
         huge = isinstance(node.op, (ast.Pow, ast.LShift)) and right > 64  # type: ignore[operator]
         if isinstance(left, int) and isinstance(right, int) and not huge:
             return _OPS[type(node.op)](left, right)
     raise ValueError("not a literal")
 
 
-def _entry(call: ast.Call, file: str) -> KernelEntry:
-    kw = {k.arg: k.value for k in call.keywords if k.arg}
-    name = _literal(kw.get("name")) or (_literal(call.args[0]) if call.args else None)
-    shapes = _literal(kw.get("shapes"))
-    dtypes = _literal(kw.get("dtypes"))
+def _entry(call: ast.Call, file: str, names: dict[str, ast.expr]) -> KernelEntry:
+    kw = _keywords(call)
+    name = _spec_name(call, names)
+    shapes = _literal(kw.get("shapes"), names)
+    dtypes = _literal(kw.get("dtypes"), names)
     return KernelEntry(
         name=str(name) if name else f"<unnamed at line {call.lineno}>",
         file=file,
         line=call.lineno,
-        kind=str(_literal(kw.get("kind")) or "kernel"),
+        kind=str(_literal(kw.get("kind"), names) or "kernel"),
         dtypes=tuple(dtypes) if isinstance(dtypes, (tuple, list)) else None,
         shapes=(
             {str(k): [list(s) for s in v] for k, v in shapes.items()}
             if isinstance(shapes, dict)
             else None
         ),
-        description=str(_literal(kw.get("description")) or ""),
+        description=str(_literal(kw.get("description"), names) or ""),
     )
 
 
