@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from workbench.catalog.discovery import module_constants, spec_keyword
+
 DOMAIN = "workbench"
 _NVTX_SPECIAL = re.compile(r"([\\@,\[\]/*+])")
 
@@ -64,14 +66,8 @@ def jit_kernel_names(file: str, spec_name: str) -> list[str]:
     except (OSError, SyntaxError, ValueError):
         return []
     defs = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    assigns = {
-        t.id: node.value
-        for node in tree.body
-        if isinstance(node, ast.Assign)
-        for t in node.targets
-        if isinstance(t, ast.Name)
-    }
-    jit_expr = _spec_keyword(tree, spec_name, "jit")
+    assigns = module_constants(tree)
+    jit_expr = spec_keyword(tree, spec_name, "jit")
     if not isinstance(jit_expr, (ast.Tuple, ast.List)):
         return []
     names: list[str] = []
@@ -80,21 +76,6 @@ def jit_kernel_names(file: str, spec_name: str) -> list[str]:
         if name and name not in names:
             names.append(name)
     return names
-
-
-def _spec_keyword(tree: ast.Module, spec_name: str, key: str) -> ast.AST | None:
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        callee = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
-        if callee != "KernelSpec":
-            continue
-        kw = {k.arg: k.value for k in node.keywords if k.arg}
-        name = kw.get("name") or (node.args[0] if node.args else None)
-        if isinstance(name, ast.Constant) and name.value == spec_name:
-            return kw.get(key)
-    return None
 
 
 def _resolve(node: ast.AST, defs: set[str], assigns: dict, depth: int) -> str | None:
