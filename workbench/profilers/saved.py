@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,25 +75,22 @@ def record_import(result: dict, path: str, name: str | None) -> None:
         try:
             folder = store.run_folder(run_id)
             (folder / "profile.json").write_text(json.dumps(part, indent=1, default=str))
-            store.Store().record(
-                store.RunRecord(
-                    id=run_id,
-                    kind="profile-import",
-                    kernel=owner,
-                    file=None,
-                    params={"report": os.path.abspath(path)},
-                    status="ok",
-                    started=time.time(),
-                    seconds=0.0,
-                    host=socket.gethostname(),
-                    mode="import",
-                    summary={"launches": len(kernels), "findings": len(part["findings"])},
-                    result=None,
-                    problem=None,
-                    artifacts=str(folder),
-                )
-            )
         except WorkbenchError as exc:
             notes.append(f"not recorded for {owner}: {exc.problem}")
+            continue
+        problem = store.record_run(
+            run_id,
+            "profile-import",
+            owner,
+            file=None,
+            params={"report": os.path.abspath(path)},
+            status="ok",
+            seconds=0.0,
+            mode="import",
+            summary={"launches": len(kernels), "findings": len(part["findings"])},
+            artifacts=str(folder),
+        )
+        if problem:
+            notes.append(f"not recorded for {owner}: {problem}")
             continue
         recorded.append({"kernel": owner, "run_id": run_id, "artifacts": str(folder)})

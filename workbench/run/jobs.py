@@ -12,7 +12,6 @@ import json
 import os
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -211,23 +210,17 @@ def _record(outcome: Outcome) -> None:
         return
     job = outcome.job
     result = outcome.result or {}
-    rec = store.RunRecord(
-        id=outcome.run_id,
-        kind=job.kind,
-        kernel=job.kernel.name if job.kernel else "-",
+    outcome.store_problem = store.record_run(
+        outcome.run_id,
+        job.kind,
+        job.kernel.name if job.kernel else "-",
         file=job.kernel.file if job.kernel else None,
         params=job.params,
         status=outcome.status,
-        started=time.time() - outcome.seconds,
-        seconds=round(outcome.seconds, 3),
-        host=socket.gethostname(),
+        seconds=outcome.seconds,
         mode=result.get("mode") or machine.mode(),
         summary=result.get("summary"),
         result=outcome.result,
         problem=outcome.problem.to_dict() if outcome.problem else None,
         artifacts=outcome.run_dir,
     )
-    try:
-        store.Store().record(rec)
-    except WorkbenchError as exc:
-        outcome.store_problem = exc.problem

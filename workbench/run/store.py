@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import socket
 import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.runtime.errors import fail
+from workbench.runtime.errors import Problem, WorkbenchError, fail
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -89,6 +90,46 @@ class RunRecord:
 
     def to_dict(self) -> dict:
         return {c: getattr(self, c) for c in COLUMNS}
+
+
+def record_run(
+    run_id: str,
+    kind: str,
+    kernel: str,
+    *,
+    file: str | None,
+    params: dict,
+    status: str,
+    seconds: float,
+    mode: str,
+    summary: dict | None,
+    artifacts: str | None,
+    result: dict | None = None,
+    problem: dict | None = None,
+) -> Problem | None:
+    """Record a run that ended just now, after `seconds`, on this host. Returns the problem when
+    the store cannot be written: the run's folder keeps its files either way."""
+    rec = RunRecord(
+        id=run_id,
+        kind=kind,
+        kernel=kernel,
+        file=file,
+        params=params,
+        status=status,
+        started=time.time() - seconds,
+        seconds=round(seconds, 3),
+        host=socket.gethostname(),
+        mode=mode,
+        summary=summary,
+        result=result,
+        problem=problem,
+        artifacts=artifacts,
+    )
+    try:
+        Store().record(rec)
+    except WorkbenchError as exc:
+        return exc.problem
+    return None
 
 
 class Store:
