@@ -20,8 +20,8 @@ from workbench.run import machine
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import parse_shape
 from workbench.sweep import analysis, plot, spread
-from workbench.sweep.rows import HEADERS, rows_of
 from workbench.sweep.space import autotune_snippet
+from workbench.views.sweep import HEADERS, rows_of
 from workbench.views.text import print_json, print_problem, table
 
 

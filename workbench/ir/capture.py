@@ -19,8 +19,6 @@ from workbench.catalog.spec import KernelSpec
 from workbench.runtime import compat
 from workbench.runtime.errors import WorkbenchError, fail
 
-OPTION_NAMES = ("num_warps", "num_stages", "num_ctas", "maxnreg")
-
 
 @dataclass
 class Launch:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+OPTION_NAMES = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+"""Compile options a config may set beside its constexprs."""
+
 
 def matches(values: dict[str, Any], selector: dict[str, Any]) -> bool:
     """True when every selected key has that value (compared as text: 8 == '8')."""

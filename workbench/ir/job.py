@@ -18,8 +18,8 @@ from typing import Any
 from workbench.catalog.spec import KernelSpec
 from workbench.diagnosis import Compiled, diagnose_compile, irregular_shapes
 from workbench.ir import disasm, resources
-from workbench.ir.capture import OPTION_NAMES, Launch, capture, compile_mode
-from workbench.ir.config import label, matches
+from workbench.ir.capture import Launch, capture, compile_mode
+from workbench.ir.config import OPTION_NAMES, label, matches
 from workbench.ir.linemap import STAGES, SourceMap
 from workbench.ir.result import IrResult, IrVariant
 from workbench.run.faults import problem_from_exception

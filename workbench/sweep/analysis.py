@@ -10,6 +10,9 @@ from collections.abc import Iterable
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import shape_text
 
+RESULT_FILE = "sweep.json"
+"""A sweep's rows as they land, in its run folder (what --resume reads)."""
+
 Row = dict
 NEAR_BEST = 0.05
 """The minimal set keeps every shape within 5 % of its best config."""

@@ -20,19 +20,20 @@ from pathlib import Path
 from typing import Any
 
 from workbench.catalog.spec import KernelSpec, Shape
-from workbench.ir.capture import OPTION_NAMES, Launch, capture, compile_mode
+from workbench.ir.capture import Launch, capture, compile_mode
+from workbench.ir.config import OPTION_NAMES
 from workbench.run.faults import problem_from_exception
 from workbench.runtime import compat
 from workbench.runtime.errors import Problem, WorkbenchError, fail
 from workbench.runtime.grammar import shape_text
 from workbench.sweep import analysis, space
+from workbench.sweep.analysis import RESULT_FILE
 from workbench.sweep.pool import CompilePool
 from workbench.sweep.space import Values
 
 DEFAULT_ARCH = 90
 MIN_ARCH = 75
 CONFIG_TIMEOUT = 120.0
-RESULT_FILE = "sweep.json"
 
 
 def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
@@ -222,8 +223,8 @@ class Sweep:
     def _add(self, row: dict) -> None:
         with self.lock:
             self.result["rows"].append(row)
+        self._save()  # on disk before anyone is told: a cancel right after the event keeps it
         self.ctx.emit({"event": "config", "row": row})
-        self._save()
 
     def _add_time(self, name: str, seconds: float) -> None:
         timings = self.result["timings"]

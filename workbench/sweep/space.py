@@ -8,8 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from workbench.ir.capture import OPTION_NAMES
-from workbench.ir.config import label
+from workbench.ir.config import OPTION_NAMES, label
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import parse_settings
 

@@ -18,7 +18,7 @@ from workbench.catalog.discovery import KernelEntry
 from workbench.run import jobs, store
 from workbench.runtime.errors import WorkbenchError, fail
 from workbench.sweep import analysis, plot
-from workbench.sweep.job import RESULT_FILE
+from workbench.sweep.analysis import RESULT_FILE
 
 RETRIES = 5
 """Resumes after a config hung or crashed its process, per GPU."""

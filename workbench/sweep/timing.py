@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from workbench.ir.capture import OPTION_NAMES
+from workbench.ir.config import OPTION_NAMES
 from workbench.runtime import compat
 from workbench.sweep.space import Values, config_values, key
 

@@ -10,8 +10,8 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, ProgressBar, Static
 
 from workbench.sweep import analysis, plot
-from workbench.sweep.rows import HEADERS, rows_of
 from workbench.sweep.space import autotune_snippet
+from workbench.views.sweep import HEADERS, rows_of
 
 
 class SweepPane(Vertical):
