@@ -4,11 +4,12 @@ Triton 3.9 for sm_90 and Triton 3.4 for sm_80), and IR diffs."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, ROOT
 
-from workbench.ir.diff import normalize, resource_changes, stage_diff
+from workbench.ir.diff import diff_variants, normalize, resource_changes, stage_diff
 from workbench.ir.linemap import (
     STAGES,
     SourceMap,
@@ -18,6 +19,7 @@ from workbench.ir.linemap import (
     map_ptx,
     map_sass,
 )
+from workbench.ir.result import IrVariant
 
 KERNEL = "ir_small.py"
 # Lines of _row_softmax in the fixture module (checked against the file below).
@@ -173,6 +175,39 @@ def test_resource_changes():
     rows = {r[0]: r for r in resource_changes(a, b)}
     assert rows["regs"][3] == -73 and rows["spill_bytes"][3] == -512
     assert rows["limiter"] == ("limiter", "registers", "registers", None)
+
+
+def _variant(version: str, stages: tuple[str, ...], regs: int) -> IrVariant:
+    """A variant whose artifacts are the fixture's real IR of one Triton version."""
+    return IrVariant(
+        label=f"triton {version}",
+        function="_row_softmax",
+        derived=False,
+        file=str(FIXTURES / "ir_kernels" / KERNEL),
+        def_line=10,
+        values={},
+        artifacts={s: str(FIXTURES / f"ir_softmax_{version}.{s}") for s in stages},
+        line_counts={},
+        sourcemap={},
+        resources={"regs": regs, "spill_bytes": 0},
+        device=None,
+        cross_check=None,
+        timings={},
+        error=None,
+    )
+
+
+def test_variants_diffed_stage_by_stage_from_their_artifacts():
+    a = _variant("34", ("ttir", "ptx", "sass"), regs=40)
+    b = _variant("39", ("ttir", "ptx"), regs=32)
+    diff = diff_variants("row_softmax", a, "row_softmax", b, STAGES)
+    assert [d.stage for d in diff.stages] == ["ttir", "ptx"]  # sass: only a has it
+    ptx = stage_diff("ptx", *(Path(v.artifacts["ptx"]).read_text() for v in (a, b)))
+    assert diff.stages[1].added == ptx.added > 0
+    out = diff.to_dict(text_stage="ptx")
+    assert out["a"] == {"kernel": "row_softmax", "label": "triton 34"}
+    assert out["resources"][0] == {"field": "regs", "a": 40, "b": 32, "delta": -8}
+    assert "text" in out["stages"][1] and "text" not in out["stages"][0]
 
 
 def test_gpu_path_maps_every_stage():

@@ -12,14 +12,16 @@ import ast
 import os
 import sys
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
 from workbench.catalog.discovery import discover
 from workbench.catalog.spec import DTYPES
 from workbench.cli.options import add_json_option, add_path_option, writable_folder
-from workbench.ir.diff import resource_changes, stage_diff
+from workbench.ir.diff import diff_variants
 from workbench.ir.linemap import STAGES
 from workbench.ir.occupancy import parse_arch
+from workbench.ir.result import IrResult, IrVariant
 from workbench.run import jobs
 from workbench.runtime.errors import Problem
 from workbench.runtime.grammar import parse_settings, parse_shape
@@ -61,23 +63,52 @@ def add_selection_options(p: argparse.ArgumentParser) -> None:
 
 
 def ir_job(
-    args: argparse.Namespace, name: str, configs: list[str], stages: list[str], **extra: object
+    name: str,
+    configs: list[str],
+    stages: list[str],
+    *,
+    paths: Sequence[str] = (),
+    arch: str | None = None,
+    dtype: str | None = None,
+    shape: str | None = None,
+    out: str | None = None,
+    timeout: float = 900.0,
+    progress: bool = True,
+    cross_check: bool = False,
 ) -> jobs.Outcome:
-    """Run the child job that compiles `name` (shared by `ir` and `resources`)."""
+    """Run the child job that compiles `name` (shared by `ir` and `resources`); `progress` prints
+    each variant as it is compiled, `cross_check` also cross-compiles a GPU launch."""
     for text in configs:
         parse_settings(text)  # a malformed selector fails here, before any compile
-    entry = discover(args.path).find(name)
-    params = {
-        "arch": parse_arch(args.arch) if args.arch else None,
+    entry = discover(paths).find(name)
+    params: dict[str, object] = {
+        "arch": parse_arch(arch) if arch else None,
         "configs": configs,
         "stages": stages,
-        "dtype": args.dtype,
-        "shape": list(parse_shape(args.shape)) if args.shape else None,
-        "out": writable_folder(args.out, "--out") if getattr(args, "out", None) else None,
-        **extra,
+        "dtype": dtype,
+        "shape": list(parse_shape(shape)) if shape else None,
+        "out": writable_folder(out, "--out") if out else None,
     }
-    job = jobs.Job("ir", entry, params, timeout=args.timeout)
-    return jobs.run_job(job, on_event=None if args.json else _progress)
+    if cross_check:
+        params["cross_check"] = True
+    job = jobs.Job("ir", entry, params, timeout=timeout)
+    return jobs.run_job(job, on_event=_progress if progress else None)
+
+
+def _ir_job(args: argparse.Namespace, name: str, configs: list[str]) -> jobs.Outcome:
+    """`ir_job` for the `ir` command's own arguments: every stage."""
+    return ir_job(
+        name,
+        configs,
+        list(STAGES),
+        paths=args.path,
+        arch=args.arch,
+        dtype=args.dtype,
+        shape=args.shape,
+        out=args.out,
+        timeout=args.timeout,
+        progress=not args.json,
+    )
 
 
 def _progress(event: dict) -> None:
@@ -88,16 +119,14 @@ def _progress(event: dict) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    stages = list(STAGES)
     if args.diff:
-        return _run_diff(args, stages)
-    configs = [args.config] if args.config else []
-    outcome = ir_job(args, args.name, configs, stages)
-    result = outcome.result
+        return _run_diff(args)
+    outcome = _ir_job(args, args.name, [args.config] if args.config else [])
     if args.json:
         print_json(outcome.to_dict())
-    elif result:
-        for variant in result["variants"]:
+    elif outcome.result:
+        result = IrResult.from_dict(outcome.result)
+        for variant in result.variants:
             _show_variant(args, result, variant)
     return finish(outcome, args.json)
 
@@ -111,22 +140,21 @@ def finish(outcome: jobs.Outcome, as_json: bool) -> int:
     print(run_footer(outcome.run_id, outcome.seconds, where), file=sys.stderr)
     if not outcome.result:
         return 2
-    return 1 if any(v["error"] for v in outcome.result["variants"]) else 0
+    return 1 if IrResult.from_dict(outcome.result).summary()["errors"] else 0
 
 
-def _show_variant(args: argparse.Namespace, result: dict, variant: dict) -> None:
-    head = f"{result['kernel']} [{variant['label']}] {result['arch']} ({result['mode']})"
-    print(head)
-    if variant["error"]:
-        print(textwrap.indent(f"error: {Problem(**variant['error'])}", "  "))
+def _show_variant(args: argparse.Namespace, result: IrResult, variant: IrVariant) -> None:
+    print(f"{result.kernel} [{variant.label}] {result.arch} ({result.mode})")
+    if variant.error:
+        print(textwrap.indent(f"error: {Problem(**variant.error)}", "  "))
         return
     if args.line is not None:
         _show_trail(variant, args.line)
     elif args.stage != "all":
-        print(Path(variant["artifacts"][args.stage]).read_text())
+        print(Path(variant.artifacts[args.stage]).read_text())
     else:
-        res = variant["resources"] or {}
-        rows = [(s, variant["line_counts"].get(s, "-"), p) for s, p in variant["artifacts"].items()]
+        res = variant.resources or {}
+        rows = [(s, variant.line_counts.get(s, "-"), p) for s, p in variant.artifacts.items()]
         print(table(("stage", "lines", "file"), rows))
         occ = res.get("occupancy") or {}
         print(
@@ -137,8 +165,8 @@ def _show_variant(args: argparse.Namespace, result: dict, variant: dict) -> None
     print()
 
 
-def _show_trail(variant: dict, line: int) -> None:
-    file = variant["file"]
+def _show_trail(variant: IrVariant, line: int) -> None:
+    file = variant.file
     try:
         source = Path(file).read_text().splitlines()[line - 1].strip()
     except (OSError, IndexError):
@@ -149,8 +177,8 @@ def _show_trail(variant: dict, line: int) -> None:
         print(f"  {outside}")
         return
     for stage in STAGES:
-        ir_lines = ((variant["sourcemap"].get(stage) or {}).get(file) or {}).get(str(line), [])
-        path = variant["artifacts"].get(stage)
+        ir_lines = ((variant.sourcemap.get(stage) or {}).get(file) or {}).get(str(line), [])
+        path = variant.artifacts.get(stage)
         if not path:
             continue
         text = Path(path).read_text().splitlines()
@@ -161,11 +189,11 @@ def _show_trail(variant: dict, line: int) -> None:
             print(f"    ... {len(ir_lines) - SHOWN_PER_STAGE} more in {path}")
 
 
-def line_outside(variant: dict, line: int) -> str | None:
+def line_outside(variant: IrVariant, line: int) -> str | None:
     """Why `--line` can show nothing: no stage maps the line and it lies outside the kernel's
     function (a helper it calls would be mapped)."""
-    file = variant["file"]
-    if any(str(line) in ((m or {}).get(file) or {}) for m in variant["sourcemap"].values()):
+    file = variant.file
+    if any(str(line) in ((m or {}).get(file) or {}) for m in variant.sourcemap.values()):
         return None
     try:
         tree = ast.parse(Path(file).read_text())
@@ -174,74 +202,50 @@ def line_outside(variant: dict, line: int) -> str | None:
     spans = [
         (node.lineno, node.end_lineno or node.lineno)
         for node in ast.walk(tree)
-        if isinstance(node, ast.FunctionDef) and node.lineno == variant["def_line"]
+        if isinstance(node, ast.FunctionDef) and node.lineno == variant.def_line
     ]
     if not spans or spans[0][0] <= line <= spans[0][1]:
         return None
     first, last = spans[0]
     return (
-        f"--line {line} is outside {variant['function']}, which spans lines {first}-{last} of "
+        f"--line {line} is outside {variant.function}, which spans lines {first}-{last} of "
         f"{os.path.basename(file)}: no stage has code from it"
     )
 
 
-def _run_diff(args: argparse.Namespace, stages: list[str]) -> int:
+def _run_diff(args: argparse.Namespace) -> int:
     base = args.config or ""
     if "=" in args.diff.split(":")[0]:
-        outcome = ir_job(args, args.name, [base, args.diff], stages)
-        outcomes = [outcome]
-        pair = (outcome.result or {}).get("variants", [])
+        outcomes = [_ir_job(args, args.name, [base, args.diff])]
     else:
         other, _, config = args.diff.partition(":")
-        outcomes = [ir_job(args, args.name, [base], stages), ir_job(args, other, [config], stages)]
-        pair = [v for o in outcomes for v in (o.result or {}).get("variants", [])]
-    if len(pair) != 2 or any(v["error"] for v in pair):
+        outcomes = [_ir_job(args, args.name, [base]), _ir_job(args, other, [config])]
+    results = [IrResult.from_dict(o.result) for o in outcomes if o.result]
+    pair = [v for r in results for v in r.variants]
+    if len(results) != len(outcomes) or len(pair) != 2 or any(v.error for v in pair):
         if args.json:
             print_json({"runs": [o.to_dict() for o in outcomes]})
         for o in outcomes:
             finish(o, args.json)
         for v in pair:
-            if v["error"] and not args.json:
-                print(f"{v['label']}: {v['error']['cause']}", file=sys.stderr)
-        return 2 if any(not o.result for o in outcomes) else 1
-    a, b = pair
-    diffs = [
-        stage_diff(
-            s,
-            Path(a["artifacts"][s]).read_text(),
-            Path(b["artifacts"][s]).read_text(),
-            a["label"],
-            b["label"],
-        )
-        for s in stages
-        if s in a["artifacts"] and s in b["artifacts"]
-    ]
-    changes = resource_changes(a["resources"], b["resources"])
+            if v.error and not args.json:
+                print(f"{v.label}: {v.error['cause']}", file=sys.stderr)
+        return 2 if len(results) != len(outcomes) else 1
+    diff = diff_variants(results[0].kernel, pair[0], results[-1].kernel, pair[1], STAGES)
     if args.json:
-        print_json(
-            {
-                "a": {"kernel": outcomes[0].result["kernel"], "label": a["label"]},
-                "b": {"kernel": outcomes[-1].result["kernel"], "label": b["label"]},
-                "resources": [dict(zip(("field", "a", "b", "delta"), r)) for r in changes],
-                "stages": [d.to_dict(with_text=args.stage == d.stage) for d in diffs],
-                "runs": [o.run_id for o in outcomes],
-            }
-        )
+        print_json({**diff.to_dict(text_stage=args.stage), "runs": [o.run_id for o in outcomes]})
         return 0
-    print(f"a: {a['label']}\nb: {b['label']}\n")
-    print(
-        table(
-            ("resource", "a", "b", "b-a"), [(k, fmt(x), fmt(y), fmt(d)) for k, x, y, d in changes]
-        )
-    )
+    print(f"a: {diff.a.label}\nb: {diff.b.label}\n")
+    changes = [(k, fmt(x), fmt(y), fmt(d)) for k, x, y, d in diff.resources]
+    print(table(("resource", "a", "b", "b-a"), changes))
     print()
     print(
         table(
             ("stage", "lines a", "lines b", "+", "-"),
-            [(d.stage, d.lines_a, d.lines_b, d.added, d.removed) for d in diffs],
+            [(d.stage, d.lines_a, d.lines_b, d.added, d.removed) for d in diff.stages],
         )
     )
-    for d in diffs:
+    for d in diff.stages:
         if args.stage == d.stage:
             print(f"\n{d.text}" if d.text else f"\n{d.stage}: no difference")
     return 0

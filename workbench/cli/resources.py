@@ -11,6 +11,7 @@ import argparse
 
 from workbench.cli.ir import add_selection_options, finish, ir_job
 from workbench.cli.options import add_json_option, add_path_option
+from workbench.ir.result import IrResult, IrVariant
 from workbench.runtime.errors import Problem
 from workbench.views.rows import RESOURCE_HEADERS, finding_lines, resource_row
 from workbench.views.text import print_json, table
@@ -22,27 +23,37 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_selection_options(p)
     add_path_option(p)
     add_json_option(p)
-    p.set_defaults(run=run, out=None)
+    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    configs = [args.config] if args.config else []
-    outcome = ir_job(args, args.name, configs, ["ttir"], cross_check=True)
-    result = outcome.result
+    outcome = ir_job(
+        args.name,
+        [args.config] if args.config else [],
+        ["ttir"],
+        paths=args.path,
+        arch=args.arch,
+        dtype=args.dtype,
+        shape=args.shape,
+        timeout=args.timeout,
+        progress=not args.json,
+        cross_check=True,
+    )
     if args.json:
         print_json(outcome.to_dict())
-    elif result:
-        print(f"{result['kernel']} on {result['arch']} ({result['mode']})")
-        print(table(RESOURCE_HEADERS, [resource_row(v) for v in result["variants"]]))
-        device = [v for v in result["variants"] if v.get("device")]
+    elif outcome.result:
+        result = IrResult.from_dict(outcome.result)
+        print(f"{result.kernel} on {result.arch} ({result.mode})")
+        print(table(RESOURCE_HEADERS, [resource_row(v.to_dict()) for v in result.variants]))
+        device = [v for v in result.variants if v.device]
         if device:
             print("\ndriver after loading (n_regs, n_spills = local bytes / 4):")
             print(table(DEVICE_HEADERS, [_device_row(v) for v in device]))
-        errors = [v for v in result["variants"] if v["error"]]
-        for v in errors:
-            print(f"\n{v['label']}: {Problem(**v['error'])}")
+        for v in result.variants:
+            if v.error:
+                print(f"\n{v.label}: {Problem(**v.error)}")
         print()
-        print(finding_lines(result["findings"]))
+        print(finding_lines(result.findings))
     return finish(outcome, args.json)
 
 
@@ -58,12 +69,12 @@ DEVICE_HEADERS = (
 )
 
 
-def _device_row(v: dict) -> tuple:
-    d = v["device"]
-    cross = v.get("cross_check") or {}
+def _device_row(v: IrVariant) -> tuple:
+    d = v.device or {}
+    cross = v.cross_check or {}
     agree = "yes" if d["regs_match"] and d["spills_match"] else "no"
     return (
-        v["label"],
+        v.label,
         d["n_regs"],
         d["n_spills"],
         d["predicted_regs"],

@@ -1,16 +1,21 @@
-"""Differences between two compiled variants: resources first, then each IR stage (pure).
+"""Differences between two compiled variants: resources first, then each IR stage.
 
 Location noise (MLIR `loc(...)`, `#loc` lines, PTX `.loc`, SASS line comments, addresses and
 encodings) is dropped before diffing, and value, register and label numbers are blanked: one
 inserted op renumbers every value after it, which would otherwise mark every later line as
-changed. What remains is the code that changed; the files on disk keep the full text.
+changed. What remains is the code that changed; the files on disk keep the full text. Only
+`diff_variants` reads files (the variants' artifacts); the rest is pure.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+
+from workbench.ir.result import IrVariant
 
 _SASS_ADDR = re.compile(r"/\*[0-9a-f]{4,}\*/\s*")
 _SASS_ENCODING = re.compile(r"/\*\s*0x[0-9a-f]+\s*\*/")
@@ -125,3 +130,38 @@ def resource_changes(a: dict | None, b: dict | None) -> list[tuple[str, object, 
         numeric = isinstance(va, (int, float)) and isinstance(vb, (int, float))
         rows.append((k, va, vb, round(vb - va, 1) if numeric else None))
     return rows
+
+
+@dataclass
+class VariantDiff:
+    """Two compiled variants, of one kernel or of two, compared."""
+
+    kernel_a: str
+    a: IrVariant
+    kernel_b: str
+    b: IrVariant
+    resources: list[tuple[str, object, object, object]]
+    stages: list[StageDiff]
+
+    def to_dict(self, text_stage: str | None = None) -> dict:
+        """The comparison as JSON; the diff text only for `text_stage`."""
+        return {
+            "a": {"kernel": self.kernel_a, "label": self.a.label},
+            "b": {"kernel": self.kernel_b, "label": self.b.label},
+            "resources": [dict(zip(("field", "a", "b", "delta"), r)) for r in self.resources],
+            "stages": [d.to_dict(with_text=text_stage == d.stage) for d in self.stages],
+        }
+
+
+def diff_variants(
+    kernel_a: str, a: IrVariant, kernel_b: str, b: IrVariant, stages: Sequence[str]
+) -> VariantDiff:
+    """Resource changes from a to b, and the diff of each of `stages` both variants wrote."""
+    diffs = [
+        stage_diff(
+            s, Path(a.artifacts[s]).read_text(), Path(b.artifacts[s]).read_text(), a.label, b.label
+        )
+        for s in stages
+        if s in a.artifacts and s in b.artifacts
+    ]
+    return VariantDiff(kernel_a, a, kernel_b, b, resource_changes(a.resources, b.resources), diffs)
