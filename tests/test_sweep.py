@@ -83,7 +83,7 @@ def test_arch_outside_ptxas_is_refused_with_the_choices():
 
 def test_resume_after_a_cancelled_run_keeps_finished_configs(tmp_path):
     entry = discover([THREE_NAME]).find("sweep_three_name")
-    params = {"file": entry.file, "jobs": 1}
+    params = {"jobs": 1}
     cancel = threading.Event()
     seen: list[dict] = []
 
@@ -221,7 +221,9 @@ async def test_sweep_pane_shows_live_rows_and_a_finished_sweep(three_name):
             for r in result["rows"]
         ]
         notes = pane.show({k: v for k, v in result.items() if k != "shapes"} | {"rows": rows})
-        assert notes and notes[0].startswith("best")
+        assert notes[0].startswith("sweep sweep_three_name: 3 config(s)") and notes[1].startswith(
+            "best"
+        )
         await pilot.pause()
         plot = pane.query_one("#sweep-plot", Static).render()
         assert "█" in str(plot) and "ms" in str(plot)

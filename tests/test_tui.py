@@ -148,3 +148,48 @@ async def test_profile_on_a_gpu_host_runs_through_the_session_and_reports_refusa
         assert "tool-missing" in verdict and "WORKBENCH_NCU" in verdict
         assert app.check_action("profile", ()) is True  # not busy any more
         assert "register-spill" in _text(app.query_one("#profile-findings", Static))
+
+
+async def test_cache_tab_and_a_result_marked_stale_once_its_file_changes(tmp_path, monkeypatch):
+    """`k` reads the Triton cache with the kernel's recomputed keys; after the kernel's file is
+    edited, the verdict on screen says it no longer describes the code on disk."""
+    import os
+    import shutil
+
+    from workbench.tui.tabs.cache import CachePane
+
+    kernel = tmp_path / "sweep_three_name.py"  # one input: its keys recompute in seconds
+    shutil.copy(FIXTURES / "sweep_three_name.py", kernel)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    (tmp_path / "triton-cache").mkdir()
+    app = WorkbenchApp([str(kernel)])
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.press("k")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.query_one("#tabs").active == "tab-cache"
+        verdict = _text(app.query_one("#verdict", Static))
+        assert "tmp" in verdict or "compiled" in verdict, verdict
+        assert app.query_one(CachePane).query_one("#cache-compiled", DataTable) is not None
+        assert "changed since" not in verdict
+        os.utime(kernel, (kernel.stat().st_atime, kernel.stat().st_mtime + 60))
+        await pilot.pause(2.5)
+        assert "changed since this result" in _text(app.query_one("#verdict", Static))
+
+
+async def test_sweep_tab_compiles_every_config_and_ranks_them():
+    """`t` sweeps the selected kernel's own autotune configs (statically here: no GPU), with
+    each config's row as it lands and the verdict at the end."""
+    from workbench.tui.tabs.sweep import SweepPane
+
+    app = WorkbenchApp([str(FIXTURES / "sweep_three_name.py")])
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.press("t")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.query_one("#tabs").active == "tab-sweep"
+        rows = app.query_one(SweepPane).query_one("#sweep-rows", DataTable)
+        configs = sorted(str(rows.get_row_at(i)[1]) for i in range(rows.row_count))
+        assert len(configs) == 3 and all("BLOCK=" in c for c in configs), configs
+        verdict = _text(app.query_one("#verdict", Static))
+        assert "run " in verdict and "sweep" in verdict.lower(), verdict

@@ -1,7 +1,7 @@
 """The cache job (child process): recompute the keys the installed Triton would use for a
 kernel's check and bench inputs, and on a GPU re-time the configs of its autotune entries.
 
-params: {"file", "tuned": [{"path", "dir", "kernel", "key", "timings"}], "arch", "verify"}.
+params: {"tuned": [{"path", "dir", "kernel", "key", "timings"}], "arch", "verify"}.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
 
     from workbench.ir.capture import compile_mode
 
-    spec = compile_mode(spec, params["file"])
+    spec = compile_mode(spec, ctx.file)
     gpu = ctx.device == "cuda"
     arch = int(params.get("arch") or (compat.device_arch() if gpu else 90))
     tuners = {id(compat.base_function(j)): j for j in spec.jit if _is_tuner(j)}

@@ -43,7 +43,7 @@ def build_report(
     tuned = [
         {**t.__dict__, "path": findings.tuned_path(t.dir, t.kernel)} for t in found.tuned if t.key
     ]
-    params = {"file": entry.file, "tuned": tuned, "arch": arch, "verify": verify}
+    params = {"tuned": tuned, "arch": arch, "verify": verify}
     if verify and not machine.has_gpu():
         report["problem"] = {
             "cause": "verify re-times configs: it needs a GPU",

@@ -44,13 +44,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def params_from(args: argparse.Namespace, file: str) -> dict:
+def params_from(args: argparse.Namespace) -> dict:
     space = args.space if args.space in ("own", "auto") else os.path.abspath(args.space)
     resume = spread.latest(args.name) if args.resume else None
     if args.resume and resume is None:
         raise fail("bad-resume", f"no earlier sweep of {args.name}", "run it without --resume")
     return {
-        "file": file,
         "shapes": [list(parse_shape(s)) for s in args.shape],
         "dtype": args.dtype,
         "space": space,
@@ -71,7 +70,7 @@ def gpus_from(text: str | None) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     entry = discover(args.path).find(args.name)
-    params = params_from(args, entry.file)
+    params = params_from(args)
     progress = None if args.json else Progress()
     cancel = threading.Event()
     try:

@@ -39,7 +39,7 @@ CONFIG_TIMEOUT = 120.0
 def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
     compat.require_supported()
     gpu = ctx.device.startswith("cuda")
-    spec = compile_mode(spec, params["file"])
+    spec = compile_mode(spec, ctx.file)
     start = time.perf_counter()
     pool = CompilePool(int(params.get("jobs") or os.cpu_count() or 1))  # before any CUDA use
     try:

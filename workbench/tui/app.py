@@ -9,6 +9,7 @@ paints at once.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -19,13 +20,18 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Header, ProgressBar, Static, TabbedContent, TabPane
 
+from workbench.cache.freshness import changed_since
+from workbench.cache.report import build_report
 from workbench.catalog.discovery import Catalog, KernelEntry, discover
 from workbench.profilers import saved
 from workbench.run import jobs, machine
 from workbench.runtime.errors import Problem, WorkbenchError
+from workbench.sweep import spread
+from workbench.tui.tabs.cache import CachePane
 from workbench.tui.tabs.check import CheckPane
 from workbench.tui.tabs.compiled import IR_STAGES, IRPane, ResourcesPane
 from workbench.tui.tabs.profile import ProfilePane
+from workbench.tui.tabs.sweep import SweepPane
 from workbench.views.rows import KERNEL_HEADERS, kernel_row, no_profile_line, outcome_lines
 
 if TYPE_CHECKING:
@@ -61,6 +67,8 @@ class WorkbenchApp(App[None]):
         Binding("s", "resources", "Resources", id="resources"),
         Binding("i", "ir", "IR", id="ir"),
         Binding("p", "profile", "Profile", id="profile"),
+        Binding("t", "sweep", "Sweep", id="sweep"),
+        Binding("k", "cache", "Cache", id="cache"),
         Binding("left_square_bracket", "stage(-1)", "Prev stage", show=False),
         Binding("right_square_bracket", "stage(1)", "Next stage", show=False),
         Binding("x", "cancel", "Cancel", id="cancel"),
@@ -76,6 +84,9 @@ class WorkbenchApp(App[None]):
         self._cancel = threading.Event()
         self._busy = False
         self._pane: CheckPane | ResourcesPane | IRPane | None = None
+        self._verdict = Text()
+        self._shown: tuple[str, float] | None = None
+        """(kernel file, when its result on screen started): to say when the file changed."""
         self._gpu = machine.has_gpu()
 
     def compose(self) -> ComposeResult:
@@ -97,12 +108,17 @@ class WorkbenchApp(App[None]):
                         yield IRPane()
                     with TabPane("Profile", id="tab-profile"):
                         yield ProfilePane()
+                    with TabPane("Sweep", id="tab-sweep"):
+                        yield SweepPane()
+                    with TabPane("Cache", id="tab-cache"):
+                        yield CachePane()
         yield Footer()
 
     def on_mount(self) -> None:
         self.sub_title = f"{machine.mode()} mode"
         self.query_one("#kernels", DataTable).add_columns(*KERNEL_HEADERS)
         self.action_reload()
+        self.set_interval(2.0, self._mark_stale)
 
     # -- kernel list -------------------------------------------------------------------------
 
@@ -146,7 +162,7 @@ class WorkbenchApp(App[None]):
     # -- jobs: check, resources, IR ----------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("check", "resources", "ir"):
+        if action in ("check", "resources", "ir", "cache", "sweep"):
             return not self._busy
         if action == "profile":  # without a GPU it only shows what the store holds
             return not (self._busy and self._gpu)
@@ -177,12 +193,10 @@ class WorkbenchApp(App[None]):
         self._cancel.clear()
         self.refresh_bindings()
         self.query_one("#tabs", TabbedContent).active = tab
-        self._pane = self.query_one(f"#{tab}", TabPane).query_one(
-            "CheckPane, ResourcesPane, IRPane"
-        )
+        self._pane = self.query_one(JOB_PANES[tab])
         self._pane.reset()
-        if kind != "check":
-            params = {"file": entry.file, "configs": [], **params}
+        if kind == "ir":
+            params = {"configs": [], **params}
         self.query_one("#verdict", Static).update(Text(f"{kind}: {entry.name} ..."))
         self.query_one("#progress", ProgressBar).update(total=1, progress=0)
         self.run_job(jobs.Job(kind, entry, params), tab)
@@ -210,7 +224,95 @@ class WorkbenchApp(App[None]):
         elif outcome.result and tab == "tab-resources":
             self.query_one(IRPane).show(outcome.result)
         lines += outcome_lines(outcome, outcome.problem)
-        self.query_one("#verdict", Static).update(Text("\n".join(lines)))
+        self._show_verdict(lines, outcome.job.kernel, time.time() - outcome.seconds)
+
+    def _show_verdict(self, lines: list[str], kernel: KernelEntry | None, started: float) -> None:
+        self._shown = (kernel.file, started) if kernel else None
+        self._verdict = Text("\n".join(lines))
+        self.query_one("#verdict", Static).update(self._verdict)
+
+    def _mark_stale(self) -> None:
+        """A result is about the code that ran: once its file changes on disk, say so."""
+        if self._shown and changed_since(*self._shown):
+            self._shown = None
+            note = "\nthe kernel's file changed since this result: run it again"
+            self.query_one("#verdict", Static).update(self._verdict + Text(note, "yellow"))
+
+    # -- sweep: every config of the kernel's autotune space (timed on a GPU host) --------------
+
+    def action_sweep(self) -> None:
+        entry = self.selected()
+        if entry is None or self._busy:
+            return
+        self._busy = True
+        self._cancel.clear()
+        self.refresh_bindings()
+        self.query_one("#tabs", TabbedContent).active = "tab-sweep"
+        self.query_one(SweepPane).reset()
+        self.query_one("#verdict", Static).update(Text(f"sweep: {entry.name} ..."))
+        self.run_sweep(entry)
+
+    @work(thread=True, exclusive=True, group="job")
+    def run_sweep(self, entry: KernelEntry) -> None:
+        pane = self.query_one(SweepPane)
+        started = time.time()
+        try:
+            result, outcomes = spread.run_sweep(
+                entry,
+                {"space": "own"},
+                [],
+                lambda e: self.call_from_thread(pane.add_event, e),
+                self._cancel,
+            )
+        except WorkbenchError as exc:
+            self.call_from_thread(self._on_refused, exc.problem)
+            return
+        self.call_from_thread(self._on_sweep, entry, result, outcomes, started)
+
+    def _on_sweep(
+        self,
+        entry: KernelEntry,
+        result: dict | None,
+        outcomes: list[jobs.Outcome],
+        started: float,
+    ) -> None:
+        self._busy = False
+        self.refresh_bindings()
+        lines = self.query_one(SweepPane).show(result) if result else []
+        for outcome in outcomes[-1:]:
+            lines += outcome_lines(outcome, outcome.problem)
+        self._show_verdict(lines, entry, started)
+
+    # -- cache: Triton's compile and autotune caches, with the selected kernel's keys -----------
+
+    def action_cache(self) -> None:
+        entry = self.selected()
+        if entry is None or self._busy:
+            return
+        self._busy = True
+        self.refresh_bindings()
+        self.query_one("#tabs", TabbedContent).active = "tab-cache"
+        self.query_one("#verdict", Static).update(Text(f"cache: {entry.name} ..."))
+        self.run_cache(entry)
+
+    @work(thread=True, exclusive=True, group="job")
+    def run_cache(self, entry: KernelEntry) -> None:
+        started = time.time()
+        try:
+            report = build_report(None, entry)
+        except WorkbenchError as exc:  # no cache folder yet, or it cannot be read
+            self.call_from_thread(self._on_refused, exc.problem)
+            return
+        self.call_from_thread(self._on_cache, entry, report, started)
+
+    def _on_cache(self, entry: KernelEntry, report: dict, started: float) -> None:
+        self._busy = False
+        self.refresh_bindings()
+        lines = self.query_one(CachePane).show(report)
+        problem = report.get("problem")
+        if problem:
+            lines.append(f"problem: {problem['cause']}; remedy: {problem['remedy']}")
+        self._show_verdict(lines, entry, started)
 
     # -- profile: the latest stored ncu result; on a GPU host, a new run -----------------------
 
@@ -239,7 +341,7 @@ class WorkbenchApp(App[None]):
         try:
             run = session.profile(entry, session.Request(), on_event, self._cancel)
         except WorkbenchError as exc:  # refused before it started: no ncu, no GPU, bad spec
-            self.call_from_thread(self._on_profile_refused, exc.problem)
+            self.call_from_thread(self._on_refused, exc.problem)
             return
         self.call_from_thread(self._on_profile, entry, run)
 
@@ -250,7 +352,7 @@ class WorkbenchApp(App[None]):
         elif event.get("event") == "tool":
             self.query_one("#verdict", Static).update(Text(event["line"]))
 
-    def _on_profile_refused(self, problem: Problem) -> None:
+    def _on_refused(self, problem: Problem) -> None:
         self._busy = False
         self.refresh_bindings()
         self.query_one("#verdict", Static).update(Text(f"[{problem.kind}] {problem}"))

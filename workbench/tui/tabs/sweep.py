@@ -69,5 +69,13 @@ class SweepPane(Vertical):
             Text("\n".join(plots + [plot.LEGEND]) if plots else "")
         )
         self.query_one("#sweep-notes", Static).update(Text("\n".join(notes)))
-        best = result["summary"]["best"]
-        return [f"best {s}: {b}" for s, b in best.items() if b]
+        summary = result["summary"]
+        counts = ", ".join(
+            f"{summary[k]} {k}"
+            for k in ("ok", "static", "pruned", "wrong", "failed", "timeout")
+            if summary.get(k)
+        )
+        head = (
+            f"sweep {result['kernel']}: {summary['configs']} config(s) ({counts}), {result['mode']}"
+        )
+        return [head] + [f"best {s}: {b}" for s, b in summary["best"].items() if b]
