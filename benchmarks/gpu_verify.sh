@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# On the GPU host, from the repository root: the GPU test suite and the GPU benchmarks, each step
+# bounded in time so that a stuck one costs only itself; everything lands in DEST (logs, JSON,
+# the fixtures the CPU tests read) and DEST.tgz.
+#   bash benchmarks/gpu_verify.sh DEST [paths|sweep|cache|all]
+set -u
+DEST=${1:?destination folder}
+PART=${2:-all}
+mkdir -p "$DEST"
+DEST=$(cd "$DEST" && pwd)
+export WORKBENCH_REPORTS=${WORKBENCH_REPORTS:-/tmp/wb-verify}
+export PYTHONUNBUFFERED=1
+step() {  # step NAME SECONDS COMMAND...: run, log, time
+  local name=$1 limit=$2
+  shift 2
+  local start=$SECONDS
+  timeout "$limit" "$@" >"$DEST/$name.log" 2>&1
+  echo "$name rc=$? $((SECONDS - start)) s" | tee -a "$DEST/steps.txt"
+}
+{
+  nvidia-smi -L
+  python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
+} >"$DEST/versions.txt" 2>&1
+case $PART in paths | all)
+  step gpu_paths 300 python3 -m pytest -m gpu -q -p no:cacheprovider tests/gpu/test_gpu_paths.py
+  ;;
+esac
+case $PART in sweep | all)
+  step gpu_sweep 200 env SWEEP_FIXTURES="$DEST" \
+    python3 -m pytest -m gpu -q -p no:cacheprovider tests/gpu/test_sweep_gpu.py
+  step sweep_vs_autotune 200 python3 benchmarks/sweep_vs_autotune.py --out "$DEST/sweep_vs_autotune"
+  step sweep_matmul16 200 python3 -m workbench sweep matmul16 --path benchmarks/sweep_matmul16.py
+  ;;
+esac
+case $PART in cache | all)
+  step gpu_cache 500 env CACHE_FIXTURE_OUT="$DEST/cache" \
+    python3 -m pytest -m gpu -q -p no:cacheprovider tests/gpu/test_cache_gpu.py
+  ;;
+esac
+case $PART in two-gpus)
+  step sweep_two_gpus 550 python3 benchmarks/sweep_two_gpus.py --out "$DEST/two_gpus"
+  ;;
+esac
+tar czf "$DEST.tgz" -C "$(dirname "$DEST")" "$(basename "$DEST")"
