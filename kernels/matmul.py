@@ -111,11 +111,6 @@ def _epilogue(
     return acc
 
 
-@triton.autotune(
-    configs=compat.autotune_configs(_POINTER_CONFIGS, _INTERPRETER_CONFIG),
-    key=["M", "N", "K", "HAS_BIAS", "GELU"],
-    prune_configs_by={"early_config_prune": _prune},
-)
 @triton.jit
 def _matmul_kernel(
     a_ptr,
@@ -163,6 +158,14 @@ def _matmul_kernel(
     c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+# The pointer body, autotuned; pointer_matmul launches the bare body when given a config.
+_matmul_tuned = triton.autotune(
+    configs=compat.autotune_configs(_POINTER_CONFIGS, _INTERPRETER_CONFIG),
+    key=["M", "N", "K", "HAS_BIAS", "GELU"],
+    prune_configs_by={"early_config_prune": _prune},
+)(_matmul_kernel)
 
 
 def _set_blocks(nargs: dict) -> None:
@@ -328,14 +331,31 @@ def _launch(
         )
         return c
 
-    def pointer_grid(meta: dict) -> tuple[int]:
+    pointer_matmul(a, b, c, bias, gelu)
+    return c
+
+
+def pointer_matmul(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    c: torch.Tensor,
+    bias: torch.Tensor | None,
+    gelu: bool,
+    **config: int,
+) -> None:
+    """C = epilogue(A @ B (+ bias)) through pointer loads, autotuned; with `config` (BLOCK_M,
+    BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages) the bare kernel runs that one config."""
+    (M, K), N = a.shape, b.shape[1]
+
+    def grid(meta: dict) -> tuple[int]:
         return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
 
-    _matmul_kernel[pointer_grid](
+    kernel = _matmul_kernel if config else _matmul_tuned
+    kernel[grid](
         a,
         b,
         c,
-        bias_arg,
+        bias if bias is not None else c,  # never read when HAS_BIAS is False
         M,
         N,
         K,
@@ -345,12 +365,12 @@ def _launch(
         b.stride(1),
         c.stride(0),
         c.stride(1),
-        bias_stride,
+        bias.stride(0) if bias is not None else 0,
         HAS_BIAS=bias is not None,
         GELU=gelu,
         FAST_TANH=a.is_cuda,
+        **config,
     )
-    return c
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -404,7 +424,7 @@ MATMUL = KernelSpec(
     tolerances=MATMUL_TOLERANCES,
     flops=lambda s: 2.0 * s[0] * s[1] * s[2],
     bytes_moved=lambda s, esize: float(s[0] * s[2] + s[2] * s[1] + s[0] * s[1]) * esize,
-    jit=(_matmul_kernel, _matmul_tma_kernel),
+    jit=(_matmul_tuned, _matmul_tma_kernel),
     description="C = A @ B, shape (M, N, K); grouped tile order, fp32 accumulate",
 )
 
@@ -422,7 +442,7 @@ MATMUL_BIAS_GELU = KernelSpec(
     tolerances=MATMUL_TOLERANCES,
     flops=lambda s: 2.0 * s[0] * s[1] * s[2],
     bytes_moved=lambda s, esize: float(s[0] * s[2] + s[2] * s[1] + s[0] * s[1] + s[1]) * esize,
-    jit=(_matmul_kernel, _matmul_tma_kernel),
+    jit=(_matmul_tuned, _matmul_tma_kernel),
     compile_mode="max-autotune",  # the bar the fused epilogue has to clear
     description="gelu_tanh(A @ B + bias), shape (M, N, K); bias and GELU in the epilogue",
 )

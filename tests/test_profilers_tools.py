@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from workbench.profilers import names, ncu, nsys, tools
 from workbench.profilers.launch import PLACEHOLDER, substitute
@@ -118,6 +119,9 @@ def test_kernel_names_from_source(tmp_path):
     )
     assert names.jit_kernel_names(str(src), "a") == ["_inner", "_other"]
     assert names.jit_kernel_names(str(src), "b") == []
+    # a kernel imported from a sibling module, named once for several specs
+    pitfall = ROOT / "kernels" / "pitfalls" / "pitfall_spill.py"
+    assert names.jit_kernel_names(str(pitfall), "pitfall_spill_fixed") == ["_matmul_kernel"]
     assert names.kernel_regex(["_inner", "_other"]) == "regex:^(_inner|_other)(_|$)"
 
 

@@ -66,6 +66,10 @@ def jit_kernel_names(file: str, spec_name: str) -> list[str]:
     except (OSError, SyntaxError, ValueError):
         return []
     defs = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    # a kernel imported under its own name from a sibling module (`as` would hide the function's)
+    defs |= {
+        a.name for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names if not a.asname
+    }
     assigns = module_constants(tree)
     jit_expr = spec_keyword(tree, spec_name, "jit")
     if not isinstance(jit_expr, (ast.Tuple, ast.List)):
