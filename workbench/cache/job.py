@@ -131,7 +131,7 @@ def _labels(group: list[dict]) -> list[str]:
 
 def _reach(entry: dict, tuners: dict, groups: dict, arch: int) -> dict:
     """Is this autotune file where the installed Triton would look for its tuning key?"""
-    out = {k: entry[k] for k in ("path", "dir", "kernel", "key", "size")}
+    out = {k: entry[k] for k in ("path", "dir", "kernel", "key", "size", "timings")}
     for fid, tuner in tuners.items():
         base = compat.base_function(tuner)
         if base.__name__[:150] != entry["kernel"]:
