@@ -1,0 +1,117 @@
+"""The sweep's and the cache doctor's parent-side logic on real GPU outputs (recorded on the H100
+and on two H200s by benchmarks/gpu_verify.sh): ranking, explanations, the config set to paste,
+merging shards, and the findings a re-timing makes."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from conftest import FIXTURES
+
+from workbench.cache import findings, scan
+from workbench.runtime.errors import WorkbenchError
+from workbench.sweep import analysis
+from workbench.views.sweep import rows_of
+
+H100 = json.loads((FIXTURES / "sweep_h100_matmul16.json").read_text())["result"]
+H200X2 = json.loads((FIXTURES / "sweep_h200x2_matmul64.json").read_text())["result"]
+CACHE = FIXTURES / "cache_gpu"
+
+
+def _fresh(result: dict) -> dict:
+    """The result as its job left it: rows without explanations, nothing summarized."""
+    raw = copy.deepcopy(result)
+    for key in ("shapes", "minimal_set", "summary"):
+        raw.pop(key, None)
+    for row in raw["rows"]:
+        row.pop("why", None)
+    return raw
+
+
+def test_h100_sweep_ranks_explains_and_picks_the_set_to_paste():
+    result = analysis.summarize(_fresh(H100))
+    [(shape, info)] = result["shapes"].items()
+    timed = [r for r in result["rows"] if r["status"] == analysis.TIMED]
+    assert len(timed) == 16 and info["ranked"][0] == info["best"]
+    best = min(timed, key=lambda r: r["ms"])
+    assert info["best"] == best["label"] == H100["shapes"][shape]["best"]
+    assert info["ranked"] == H100["shapes"][shape]["ranked"]
+    # a single config is within 5% of the best at one shape: that is the list to paste
+    assert result["minimal_set"]["labels"] == [best["label"]]
+    why = {r["label"]: r["why"] for r in result["rows"]}
+    assert why[best["label"]] == "best"
+    slowest = max(timed, key=lambda r: r["ms"])
+    assert why[slowest["label"]].startswith(f"{round(100 * (slowest['ms'] / best['ms'] - 1))}%")
+    capped = [r for r in timed if r["resources"]["occupancy"]["percent"] < 25 and r is not best]
+    assert capped and all("occupancy capped" in why[r["label"]] for r in capped)
+    cells = rows_of(result["rows"])
+    assert cells[0][1] == best["label"] and cells[0][4] == "1.00x"
+
+
+def test_triton_pick_within_noise_raises_no_disagreement():
+    result = analysis.summarize(_fresh(H100))
+    info = next(iter(result["shapes"].values()))
+    assert info["triton"]["label"] and info["finding"] == ""
+    # the same pick made 20% slower than the best is a finding
+    slow = _fresh(H100)
+    shape = next(iter(slow["triton"]))
+    loser = max((r for r in slow["rows"] if r["status"] == analysis.TIMED), key=lambda r: r["ms"])
+    slow["triton"][shape]["label"] = loser["label"]
+    info = next(iter(analysis.summarize(slow)["shapes"].values()))
+    assert "Triton's autotuner picked" in info["finding"]
+
+
+def test_shards_of_two_h200s_merge_and_other_models_are_refused():
+    assert H200X2["gpu"] == "NVIDIA H200" and len(H200X2["shards"]) == 2
+    rows = H200X2["rows"]
+    assert len({r["label"] for r in rows}) == 64
+    half = len(rows) // 2
+    shards = [
+        {**_fresh(H200X2), "rows": copy.deepcopy(part), "gpu_index": str(i), "timings": t}
+        for i, (part, t) in enumerate(
+            [(rows[:half], {"timing_s": 1.0}), (rows[half:], {"timing_s": 0.8})]
+        )
+    ]
+    merged = analysis.merge(shards)
+    assert merged["summary"]["configs"] == 64 and merged["timings"]["timing_s"] == 1.0
+    assert (
+        next(iter(merged["shapes"].values()))["best"]
+        == H200X2["summary"]["best"][next(iter(H200X2["summary"]["best"]))]
+    )
+    with pytest.raises(WorkbenchError) as refused:
+        analysis.merge([shards[0], {**_fresh(H100), "gpu_index": "1"}])
+    assert refused.value.problem.kind == "mixed-gpus"
+
+
+def test_a_key_too_narrow_measured_on_the_h100_is_a_finding_with_its_fix():
+    report = json.loads((CACHE / "h100_scenario2_report.json").read_text())
+    [v] = report["reach"]["verify"]
+    found = findings.measured_findings(report["reach"]["verify"])
+    [narrow] = [f for f in found if f["id"] == "autotune-key-too-narrow"]
+    assert "stride_bk" in narrow["fix"] and "stride_bn" in narrow["fix"]
+    assert f"{v['narrow'][0]['best_ms']:.4g} ms" in narrow["evidence"]
+    assert not any(f["id"] == "autotune-served-stale" for f in found)  # served = fastest here
+    twin = copy.deepcopy(report["reach"]["verify"])
+    twin[0]["narrow"] = []  # a key that already tells the layouts apart
+    assert findings.measured_findings(twin) == []
+
+
+def test_an_h100_tuning_served_on_an_h200_is_re_timed_there():
+    report = json.loads((CACHE / "h200_verify_h100_tuning.json").read_text())
+    [v] = report["reach"]["verify"]
+    assert v["device"] == "NVIDIA H200" and v["status"] == "served from disk"
+    assert not v["stale"] and not findings.measured_findings([v])
+    stale = {**v, "stale": True, "fastest": {**v["fastest"], "config": "BM: 256, BN: 128"}}
+    [f] = findings.measured_findings([stale])
+    assert f["id"] == "autotune-served-stale" and "NVIDIA H200" in f["evidence"]
+
+
+def test_a_gpu_written_autotune_file_is_read_with_its_served_config():
+    found = scan.scan(str(CACHE / "h100_autotune"))
+    [tuned] = found.tuned
+    assert tuned.kernel == "narrow_matmul_kernel" and tuned.key[:3] == [4096, 4096, 4096]
+    served = tuned.timings[tuned.best]
+    assert served["config"]["kwargs"] == {"BM": 128, "BN": 256, "BK": 64}
+    assert served["ms"][0] == min(t["ms"][0] for t in tuned.timings)
