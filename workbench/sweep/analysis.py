@@ -65,7 +65,9 @@ def explain(row: Row, best: Row | None) -> str:
     if res.get("spill_bytes"):
         facts.append(f"spills {res['spill_bytes']} bytes/thread")
     best_occ = ((best or {}).get("resources") or {}).get("occupancy") or {}
-    if occ and (occ["percent"] < LOW_OCCUPANCY or occ["percent"] < best_occ.get("percent", 0)):
+    # below the winner's occupancy, or low when there is no winner: a matmul that wins at 12.5%
+    # does not lose to its neighbour for having 12.5% too
+    if occ and occ["percent"] < best_occ.get("percent", LOW_OCCUPANCY):
         facts.append(f"occupancy capped at {occ['percent']:g}% by {occ['limiter']}")
     if row["status"] != TIMED or best is None:
         return "; ".join(facts) or "fits: no spills, occupancy " + (
