@@ -20,8 +20,7 @@ from workbench.cli.options import add_json_option, add_path_option
 from workbench.run import machine, store
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import parse_shape, shape_text
-from workbench.views.rows import run_footer
-from workbench.views.text import print_json, print_problem, table
+from workbench.views.text import print_json, print_problem, print_run_end, table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -122,9 +121,7 @@ def _run_one(entry: KernelEntry, params: dict, args: argparse.Namespace) -> int:
                 print(f"  {rec.where}: {rec.reason}", file=sys.stderr)
         if outcome.problem:
             print_problem(outcome.problem)
-    if outcome.store_problem:
-        print_problem(outcome.store_problem, prefix="not saved")
-    print(run_footer(outcome.run_id, outcome.seconds, outcome.run_dir), file=sys.stderr)
+    print_run_end(outcome)
     if not records:
         return 2
     if outcome.store_problem:

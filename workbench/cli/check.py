@@ -10,8 +10,8 @@ from workbench.catalog.spec import DTYPES
 from workbench.cli.options import add_json_option, add_path_option
 from workbench.run import jobs
 from workbench.runtime.errors import Problem, fail
-from workbench.views.rows import CHECK_HEADERS, check_row, check_verdict, run_footer
-from workbench.views.text import print_json, print_problem, table
+from workbench.views.rows import CHECK_HEADERS, check_row, check_verdict
+from workbench.views.text import print_json, print_problem, print_run_end, table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -69,9 +69,7 @@ def report(outcome: jobs.Outcome, as_json: bool) -> int:
             print_problem(problem, prefix="case error")
     if outcome.problem and not as_json:
         print_problem(outcome.problem)
-    if outcome.store_problem and not as_json:
-        print_problem(outcome.store_problem, prefix="not saved")
-    print(run_footer(outcome.run_id, outcome.seconds, outcome.run_dir), file=sys.stderr)
+    print_run_end(outcome)
     if not result:
         return 2
     if outcome.store_problem:

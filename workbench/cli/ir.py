@@ -25,8 +25,7 @@ from workbench.ir.result import IrResult, IrVariant
 from workbench.run import jobs
 from workbench.runtime.errors import Problem
 from workbench.runtime.grammar import parse_settings, parse_shape
-from workbench.views.rows import run_footer
-from workbench.views.text import fmt, print_json, print_problem, table
+from workbench.views.text import fmt, print_json, print_problem, print_run_end, table
 
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90")
 SHOWN_PER_STAGE = 24
@@ -134,10 +133,7 @@ def run(args: argparse.Namespace) -> int:
 def finish(outcome: jobs.Outcome, as_json: bool) -> int:
     if outcome.problem and not as_json:
         print_problem(outcome.problem)
-    if outcome.store_problem and not as_json:
-        print_problem(outcome.store_problem, prefix="not saved")
-    where = (outcome.result or {}).get("out_dir") or outcome.run_dir
-    print(run_footer(outcome.run_id, outcome.seconds, where), file=sys.stderr)
+    print_run_end(outcome, (outcome.result or {}).get("out_dir"))
     if not outcome.result:
         return 2
     return 1 if IrResult.from_dict(outcome.result).summary()["errors"] else 0

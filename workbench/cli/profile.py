@@ -12,8 +12,7 @@ from workbench.catalog.discovery import discover
 from workbench.cli.options import add_json_option, add_path_option
 from workbench.runtime.errors import fail
 from workbench.views import rows as views
-from workbench.views.rows import run_footer
-from workbench.views.text import fmt, print_json, print_problem, table
+from workbench.views.text import fmt, print_json, print_problem, run_footer, table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -37,6 +37,14 @@ from workbench.views.rows import KERNEL_HEADERS, kernel_row, no_profile_line, ou
 if TYPE_CHECKING:
     from workbench.profilers.session import ProfileRun
 
+TABS = (
+    ("Check", "tab-check", CheckPane),
+    ("Resources", "tab-resources", ResourcesPane),
+    ("IR", "tab-ir", IRPane),
+    ("Profile", "tab-profile", ProfilePane),
+    ("Sweep", "tab-sweep", SweepPane),
+    ("Cache", "tab-cache", CachePane),
+)
 JOB_PANES: dict[str, type[CheckPane | ResourcesPane | IRPane]] = {
     "tab-check": CheckPane,
     "tab-resources": ResourcesPane,
@@ -100,18 +108,9 @@ class WorkbenchApp(App[None]):
                 yield ProgressBar(id="progress", total=1, show_eta=False)
                 yield Static(id="verdict")
                 with TabbedContent(id="tabs"):
-                    with TabPane("Check", id="tab-check"):
-                        yield CheckPane()
-                    with TabPane("Resources", id="tab-resources"):
-                        yield ResourcesPane()
-                    with TabPane("IR", id="tab-ir"):
-                        yield IRPane()
-                    with TabPane("Profile", id="tab-profile"):
-                        yield ProfilePane()
-                    with TabPane("Sweep", id="tab-sweep"):
-                        yield SweepPane()
-                    with TabPane("Cache", id="tab-cache"):
-                        yield CachePane()
+                    for title, tab, pane in TABS:
+                        with TabPane(title, id=tab):
+                            yield pane()
         yield Footer()
 
     def on_mount(self) -> None:
@@ -185,20 +184,28 @@ class WorkbenchApp(App[None]):
     def action_stage(self, step: int) -> None:
         self.query_one(IRPane).step(step)
 
-    def _start(self, kind: str, params: dict, tab: str) -> None:
+    def _begin(self, tab: str, what: str) -> KernelEntry | None:
+        """The selected kernel, with the app now busy on it and `tab` shown; None when no job
+        can start (nothing selected, or a job already running)."""
         entry = self.selected()
         if entry is None or self._busy:
-            return
+            return None
         self._busy = True
         self._cancel.clear()
         self.refresh_bindings()
         self.query_one("#tabs", TabbedContent).active = tab
+        self.query_one("#verdict", Static).update(Text(f"{what}: {entry.name} ..."))
+        self.query_one("#progress", ProgressBar).update(total=1, progress=0)
+        return entry
+
+    def _start(self, kind: str, params: dict, tab: str) -> None:
+        entry = self._begin(tab, kind)
+        if entry is None:
+            return
         self._pane = self.query_one(JOB_PANES[tab])
         self._pane.reset()
         if kind == "ir":
             params = {"configs": [], **params}
-        self.query_one("#verdict", Static).update(Text(f"{kind}: {entry.name} ..."))
-        self.query_one("#progress", ProgressBar).update(total=1, progress=0)
         self.run_job(jobs.Job(kind, entry, params), tab)
 
     @work(thread=True, exclusive=True, group="job")
@@ -241,16 +248,10 @@ class WorkbenchApp(App[None]):
     # -- sweep: every config of the kernel's autotune space (timed on a GPU host) --------------
 
     def action_sweep(self) -> None:
-        entry = self.selected()
-        if entry is None or self._busy:
-            return
-        self._busy = True
-        self._cancel.clear()
-        self.refresh_bindings()
-        self.query_one("#tabs", TabbedContent).active = "tab-sweep"
-        self.query_one(SweepPane).reset()
-        self.query_one("#verdict", Static).update(Text(f"sweep: {entry.name} ..."))
-        self.run_sweep(entry)
+        entry = self._begin("tab-sweep", "sweep")
+        if entry is not None:
+            self.query_one(SweepPane).reset()
+            self.run_sweep(entry)
 
     @work(thread=True, exclusive=True, group="job")
     def run_sweep(self, entry: KernelEntry) -> None:
@@ -286,14 +287,9 @@ class WorkbenchApp(App[None]):
     # -- cache: Triton's compile and autotune caches, with the selected kernel's keys -----------
 
     def action_cache(self) -> None:
-        entry = self.selected()
-        if entry is None or self._busy:
-            return
-        self._busy = True
-        self.refresh_bindings()
-        self.query_one("#tabs", TabbedContent).active = "tab-cache"
-        self.query_one("#verdict", Static).update(Text(f"cache: {entry.name} ..."))
-        self.run_cache(entry)
+        entry = self._begin("tab-cache", "cache")
+        if entry is not None:
+            self.run_cache(entry)
 
     @work(thread=True, exclusive=True, group="job")
     def run_cache(self, entry: KernelEntry) -> None:
@@ -322,12 +318,8 @@ class WorkbenchApp(App[None]):
             return
         self.query_one("#tabs", TabbedContent).active = "tab-profile"
         self._show_stored_profile()
-        if not self._gpu or self._busy:
+        if not self._gpu or self._begin("tab-profile", "profile under ncu") is None:
             return
-        self._busy = True
-        self._cancel.clear()
-        self.refresh_bindings()
-        self.query_one("#verdict", Static).update(Text(f"profile: {entry.name} under ncu ..."))
         self.query_one("#progress", ProgressBar).update(total=len(PROFILE_PHASES), progress=0)
         self.run_profile(entry)
 

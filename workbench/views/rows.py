@@ -209,8 +209,3 @@ def outcome_lines(outcome: Outcome, problem: Problem | None, suffix: str = "") -
         lines.append(f"not saved: {outcome.store_problem}")
     lines.append(f"run {outcome.run_id} in {outcome.seconds:.1f} s{suffix}")
     return lines
-
-
-def run_footer(run_id: str, seconds: float, where: str, extra: str = "") -> str:
-    """The closing line of a command that ran a job: its run id, time and artifacts."""
-    return f"run {run_id} ({seconds:.1f} s{extra}); artifacts in {where}"

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.runtime.errors import Problem
+
+if TYPE_CHECKING:
+    from workbench.run.jobs import Outcome
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -34,3 +37,16 @@ def print_json(obj: Any) -> None:
 def print_problem(problem: Problem, prefix: str = "error") -> None:
     label = f"{prefix} ({problem.source})" if problem.source else prefix
     print(f"{label}: {problem}", file=sys.stderr)
+
+
+def run_footer(run_id: str, seconds: float, where: str, extra: str = "") -> str:
+    """The closing line of a command that ran a job: its run id, time and artifacts."""
+    return f"run {run_id} ({seconds:.1f} s{extra}); artifacts in {where}"
+
+
+def print_run_end(outcome: Outcome, where: str | None = None) -> None:
+    """What every command that ran a job ends with, on stderr: a result the store could not
+    keep, then the run's id, time and artifacts."""
+    if outcome.store_problem:
+        print_problem(outcome.store_problem, prefix="not saved")
+    print(run_footer(outcome.run_id, outcome.seconds, where or outcome.run_dir), file=sys.stderr)
