@@ -221,9 +221,9 @@ async def test_sweep_pane_shows_live_rows_and_a_finished_sweep(three_name):
             for r in result["rows"]
         ]
         notes = pane.show({k: v for k, v in result.items() if k != "shapes"} | {"rows": rows})
-        assert notes[0].startswith("sweep sweep_three_name: 3 config(s)") and notes[1].startswith(
-            "best"
-        )
+        assert notes[0].startswith("sweep sweep_three_name: 3 config(s) x 1 shape(s)") and notes[
+            1
+        ].startswith("best")
         await pilot.pause()
         plot = pane.query_one("#sweep-plot", Static).render()
         assert "█" in str(plot) and "ms" in str(plot)

@@ -262,13 +262,19 @@ class WorkbenchApp(App[None]):
                 entry,
                 {"space": "own"},
                 [],
-                lambda e: self.call_from_thread(pane.add_event, e),
+                lambda e: self.call_from_thread(self._sweep_event, pane, e),
                 self._cancel,
             )
         except WorkbenchError as exc:
             self.call_from_thread(self._on_refused, exc.problem)
             return
         self.call_from_thread(self._on_sweep, entry, result, outcomes, started)
+
+    def _sweep_event(self, pane: SweepPane, event: dict) -> None:
+        if event.get("event") == "progress" and event.get("total"):
+            bar = self.query_one("#progress", ProgressBar)
+            bar.update(total=event["total"], progress=event["done"])
+        pane.add_event(event)
 
     def _on_sweep(
         self,

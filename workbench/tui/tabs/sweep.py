@@ -75,7 +75,9 @@ class SweepPane(Vertical):
             for k in ("ok", "static", "pruned", "wrong", "failed", "timeout")
             if summary.get(k)
         )
+        shapes = len(result["shapes"])
         head = (
-            f"sweep {result['kernel']}: {summary['configs']} config(s) ({counts}), {result['mode']}"
+            f"sweep {result['kernel']}: {summary['configs']} config(s) x {shapes} shape(s) "
+            f"({counts}), {result['mode']}"
         )
         return [head] + [f"best {s}: {b}" for s, b in summary["best"].items() if b]
