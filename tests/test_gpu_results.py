@@ -120,3 +120,17 @@ def test_a_gpu_written_autotune_file_is_read_with_its_served_config():
     served = tuned.timings[tuned.best]
     assert served["config"]["kwargs"] == {"BM": 128, "BN": 256, "BK": 64}
     assert served["ms"][0] == min(t["ms"][0] for t in tuned.timings)
+
+
+def test_the_sweep_report_says_how_to_profile_an_unexplained_loser(capsys):
+    from workbench.cli.sweep import show
+
+    show(analysis.summarize(_fresh(H100)), ["benchmarks/sweep_matmul16.py"])
+    out = capsys.readouterr().out
+    [hint] = [line for line in out.splitlines() if line.startswith("profile one")]
+    first = next(r for r in H100["rows"] if r["label"] in hint)
+    assert "no static reason" in analysis.explain(first, min(
+        (r for r in H100["rows"] if r["status"] == analysis.TIMED), key=lambda r: r["ms"]
+    ))  # fmt: skip
+    assert "--case 4096x4096x4096:bfloat16 --pin BLOCK_M=" in hint
+    assert hint.endswith("--path benchmarks/sweep_matmul16.py")

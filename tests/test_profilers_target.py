@@ -98,3 +98,20 @@ def test_ctrl_c_cancels_the_profiler_and_its_child(tmp_path):
     assert result["problem"]["kind"] == "cancelled"
     assert result["run"]["status"] == "cancelled"
     assert not _alive_with(marker)
+
+
+def test_a_pinned_config_is_the_one_every_launch_runs(cpu):
+    """`profile --pin` runs the kernel with one config: the autotuner's own list is set aside."""
+    entry = discover([str(ROOT / "tests" / "fixtures" / "sweep_three_name.py")]).find(
+        "sweep_three_name"
+    )
+    base = {"configs": [{"shape": [4096], "dtype": "float32"}], "warmup": 1, "repeats": 1}
+    ok = jobs.run_job(
+        jobs.Job("profile-target", entry, {**base, "pin": {"BLOCK": 256, "num_warps": 4}})
+    )
+    assert ok.status == "ok", ok.problem
+    assert ok.result["pin"] == {"kernel": "_scale", "config": "BLOCK=256,num_warps=4"}
+    # BLOCK=96 cannot compile (not a power of two): pinned, every launch meets it, where the
+    # same job pinned to BLOCK=256 ran clean
+    bad = jobs.run_job(jobs.Job("profile-target", entry, {**base, "pin": {"BLOCK": 96}}))
+    assert bad.status == "error" and "power of 2" in str(bad.problem), bad.problem

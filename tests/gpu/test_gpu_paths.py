@@ -86,3 +86,12 @@ async def test_tui_checks_and_profiles_live():
         verdict = str(app.query_one("#verdict", Static).render())
         assert "launch(es)" in verdict and "finding(s)" in verdict, verdict
         assert app.query_one("#profile-kernels", DataTable).row_count > 0
+
+
+def test_a_pinned_config_is_profiled_as_it_runs():
+    """The fixed twin pinned to the pitfall's 4 warps spills under ncu as the pitfall does."""
+    pin = "BLOCK_M=256,BLOCK_N=128,BLOCK_K=32,GROUP_M=8,num_warps=4,num_stages=3"
+    out = _json(cli("profile", "pitfall_spill_fixed", "--pin", pin, "--json", timeout=600))
+    assert out["problem"] is None, out["problem"]
+    kernel = out["summary"]["kernels"][0]
+    assert kernel["registers_per_thread"] >= 200 and kernel["spill_instructions"] > 0, kernel

@@ -104,7 +104,16 @@ def three_name_spec(module: Any, name: str) -> KernelSpec:
         shapes={"check": [()], "bench": [()]},
         dtypes=(),
         description=(module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else "",
+        jit=_kernels(module),
     )
+
+
+def _kernels(module: Any) -> tuple[Any, ...]:
+    """The module's @triton.jit / @triton.autotune objects: what a three-name kernel launches."""
+    from workbench.runtime import compat
+
+    classes = tuple(compat.launcher_classes().values())
+    return tuple(v for v in vars(module).values() if isinstance(v, classes))
 
 
 def _cast_floating(arg: Any, dtype: Any) -> Any:

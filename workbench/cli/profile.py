@@ -11,6 +11,7 @@ import time
 from workbench.catalog.discovery import discover
 from workbench.cli.options import add_json_option, add_path_option
 from workbench.runtime.errors import fail
+from workbench.runtime.grammar import parse_settings
 from workbench.views import rows as views
 from workbench.views.text import fmt, print_json, print_problem, run_footer, table
 
@@ -43,6 +44,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="SHAPE[:DTYPE]",
         help="e.g. 4096x1024:float16 (repeatable; default: the first bench shape); "
         "--config is its deprecated name",
+    )
+    p.add_argument(
+        "--pin",
+        metavar="K=V,...",
+        help="profile this one config (constexprs and num_warps/num_stages), e.g. a sweep's loser",
     )
     p.add_argument("--warmup", type=int, default=2, help="calls before the range (default 2)")
     p.add_argument("--repeats", type=int, help="calls inside the range (ncu 1, nsys 10)")
@@ -91,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         launch_count=args.launch_count,
         kernel_filter=not args.all_kernels,
         timeout=args.timeout,
+        pin=parse_settings(args.pin) if args.pin else {},
     )
     profile_run = _run_cancellable(session, entry, req, None if args.json else _progress)
     if args.json:

@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"result": result, "runs": [o.to_dict() for o in outcomes]})
     elif result:
-        show(result)
+        show(result, args.path)
     for o in outcomes:
         if o.problem and not args.json:
             print_problem(o.problem)
@@ -111,7 +111,7 @@ class Progress:
             print(f"  {event['label']} overran its time: resuming past it", file=sys.stderr)
 
 
-def show(result: dict) -> None:
+def show(result: dict, paths: list[str]) -> None:
     head = (
         f"{result['kernel']} {result.get('dtype') or ''} on {result.get('gpu') or result['arch']}"
     )
@@ -127,6 +127,14 @@ def show(result: dict) -> None:
             print(f"persisted autotune cache: {entry['label']} ({entry['file']})")
         if info.get("finding"):
             print(f"finding: {info['finding']}")
+        unexplained = [r for r in rows if "no static reason" in r.get("why", "")]
+        if unexplained:
+            case = shape + (f":{result['dtype']}" if result.get("dtype") else "")
+            where = "".join(f" --path {p}" for p in paths)
+            print(
+                f"profile one as it ran here: python -m workbench profile {result['kernel']} "
+                f"--case {case} --pin {unexplained[0]['label']}{where}"
+            )
         if any(r["status"] == analysis.TIMED for r in rows):
             print("\n".join(plot.bars(rows)) + f"\n{plot.LEGEND}")
     chosen = result.get("minimal_set") or {}

@@ -40,6 +40,9 @@ class Request:
     kernel_filter: bool = True
     """Filter ncu by the Triton kernel names the spec declares (`jit=`)."""
     timeout: float = 900.0
+    pin: dict = field(default_factory=dict)
+    """One config's values (constexprs and num_warps/num_stages/...) every launch uses: a sweep's
+    loser profiled as it ran there."""
 
 
 @dataclass
@@ -89,6 +92,8 @@ def plan(entry: KernelEntry, req: Request) -> tuple[tools.Tool, list[str], dict,
     ranges = [range_name(entry.name, c) for c in configs]
     repeats = req.repeats or (1 if req.tool == "ncu" else 10)
     params = {"configs": [c.to_dict() for c in configs], "warmup": req.warmup, "repeats": repeats}
+    if req.pin:
+        params["pin"] = req.pin
     notes: list[str] = []
     if req.tool == "nsys":
         return tool, nsys_cmd.command(tool.path), params, Filters(), notes

@@ -9,16 +9,20 @@ cost nothing, so the same job also runs plain (and on CPU in interpreter mode).
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from workbench.catalog.spec import KernelSpec
+from workbench.ir.config import label, split_options
 from workbench.profilers.names import DOMAIN, Config, range_name
 from workbench.runtime.errors import fail
 
 
 def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
-    """params: configs [{shape, dtype}], warmup (calls before the range), repeats (inside it)."""
+    """params: configs [{shape, dtype}], warmup (calls before the range), repeats (inside it),
+    pin (one config's values that every launch of the spec's kernel uses)."""
     try:
         import nvtx
     except ImportError as exc:  # the ranges are how ncu and nsys find the kernel: no silent skip
@@ -28,6 +32,28 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
             "pip install nvtx in the environment the workbench runs in",
             source="environment",
         ) from exc
+    with _pinned(spec, params.get("pin") or {}) as pinned:
+        return {**_profile(spec, params, ctx, nvtx), "pin": pinned}
+
+
+@contextlib.contextmanager
+def _pinned(spec: KernelSpec, values: dict) -> Iterator[dict | None]:
+    """Every launch of the spec's kernel (its autotuned one, else its first) uses `values`."""
+    if not values:
+        yield None
+        return
+    from workbench.runtime import compat
+
+    classes = compat.launcher_classes()
+    tuned = [j for j in spec.jit if isinstance(j, classes["autotune"])]
+    if not (tuned or spec.jit):
+        raise fail("no-jit", f"{spec.name} declares no kernel to pin", "add jit=(kernel,)")
+    target = (tuned or list(spec.jit))[0]
+    with compat.pinned(target, *split_options(values)):
+        yield {"kernel": _jit_name(target), "config": label(values)}
+
+
+def _profile(spec: KernelSpec, params: dict, ctx: Any, nvtx: Any) -> dict:
     import torch
 
     from workbench.runtime import tensors

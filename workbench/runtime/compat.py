@@ -93,6 +93,36 @@ def launcher_classes() -> dict[str, type]:
 
 
 @contextlib.contextmanager
+def pinned(target: Any, constexprs: dict[str, Any], options: dict[str, Any]) -> Iterator[None]:
+    """While inside, launches of `target` (an Autotuner or a JITFunction) use these constexpr
+    values and compile options (num_warps, num_stages, ...): one config, whatever it tunes."""
+    from triton import Config
+
+    classes = launcher_classes()
+    if isinstance(target, classes["autotune"]):
+        saved = target.configs
+        hook = saved[0].pre_hook if saved else None
+        target.configs = [Config(constexprs, pre_hook=hook, **options)]
+        try:
+            yield
+        finally:
+            target.configs = saved
+        return
+    jit_cls = classes["jit"]
+    original = jit_cls.run
+    values = {**constexprs, **options}
+
+    def run(self: Any, *args: Any, **kw: Any) -> Any:
+        return original(self, *args, **({**kw, **values} if self is target else kw))
+
+    jit_cls.run = run
+    try:
+        yield
+    finally:
+        jit_cls.run = original
+
+
+@contextlib.contextmanager
 def interpreter(enabled: bool) -> Iterator[None]:
     """Decide whether @triton.jit (run inside this block) builds interpreted functions."""
     old = os.environ.get("TRITON_INTERPRET")

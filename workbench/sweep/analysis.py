@@ -80,7 +80,7 @@ def explain(row: Row, best: Row | None) -> str:
         return f"within noise of the best ({slower:+.1f}%)"
     if facts:
         return f"{slower:.0f}% slower: " + "; ".join(facts)
-    return f"{slower:.0f}% slower with no static reason: profile this config with ncu"
+    return f"{slower:.0f}% slower with no static reason: profile it (profile --pin)"
 
 
 def minimal_set(rows: Iterable[Row], near: float = NEAR_BEST) -> list[str]:

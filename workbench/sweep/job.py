@@ -21,7 +21,7 @@ from typing import Any
 
 from workbench.catalog.spec import KernelSpec, Shape
 from workbench.ir.capture import Launch, capture, compile_mode
-from workbench.ir.config import OPTION_NAMES
+from workbench.ir.config import OPTION_NAMES, split_options
 from workbench.run.faults import problem_from_exception
 from workbench.runtime import compat
 from workbench.runtime.errors import Problem, WorkbenchError, fail
@@ -179,12 +179,12 @@ class Sweep:
         from workbench.check.compare import compare
         from workbench.check.result import CaseResult
         from workbench.runtime import tensors
-        from workbench.sweep.timing import adaptive_ms, pinned
+        from workbench.sweep.timing import adaptive_ms
 
         self._running(row)
         call = lambda: self.spec.kernel_fn(*bench["inputs"])  # noqa: E731
         try:
-            with pinned(target, row["values"]):
+            with compat.pinned(target, *split_options(row["values"])):
                 with tensors.poisoned_allocations():
                     out = tensors.outputs(call())
                 torch.cuda.synchronize()

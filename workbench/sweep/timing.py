@@ -1,26 +1,21 @@
-"""Run one config of a kernel through its own launcher, time it, and ask Triton's autotuner for
-its pick (GPU side; imports torch and triton).
-
-A config is pinned by giving the kernel's Autotuner that one config (its pre_hook kept), or, for
-a plain @triton.jit, by overriding the launch's constexprs and options: `kernel_fn` runs as the
-user wrote it, grid lambdas and all.
-"""
+"""Time one config of a kernel through its own launcher (pinned by `compat.pinned`, so
+`kernel_fn` runs as the user wrote it, grid lambdas and all), and ask Triton's autotuner for its
+pick (GPU side; imports torch and triton)."""
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import json
 import math
 import os
 import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from workbench.ir.config import OPTION_NAMES
 from workbench.runtime import compat
-from workbench.sweep.space import Values, config_values, key
+from workbench.sweep.space import config_values, key
 
 FLUSH_BYTES = 256 << 20
 """What do_bench zeroes before every timed call to flush L2."""
@@ -34,36 +29,6 @@ PRECISION = 0.005
 """Stop once the median's standard error is below 0.5 % of it..."""
 LOSER = 0.10
 """...or once the config's 20th percentile is 10 % above the best median so far."""
-
-
-@contextlib.contextmanager
-def pinned(target: Any, values: Values) -> Iterator[None]:
-    """While inside, launches of `target` (an Autotuner or a JITFunction) use `values`."""
-    from triton import Config
-
-    classes = compat.launcher_classes()
-    kwargs = {k: v for k, v in values.items() if k not in OPTION_NAMES}
-    options = {k: v for k, v in values.items() if k in OPTION_NAMES}
-    if isinstance(target, classes["autotune"]):
-        saved = target.configs
-        hook = saved[0].pre_hook if saved else None
-        target.configs = [Config(kwargs, pre_hook=hook, **options)]
-        try:
-            yield
-        finally:
-            target.configs = saved
-        return
-    jit_cls = classes["jit"]
-    original = jit_cls.run
-
-    def run(self: Any, *args: Any, **kw: Any) -> Any:
-        return original(self, *args, **({**kw, **values} if self is target else kw))
-
-    jit_cls.run = run
-    try:
-        yield
-    finally:
-        jit_cls.run = original
 
 
 def adaptive_ms(fn: Callable[[], Any], best_ms: float | None = None) -> dict:
