@@ -157,3 +157,13 @@ def test_an_nsys_report_read_through_the_sqlite_beside_it_says_so(tmp_path):
     notes = json.loads(out.stdout)["notes"]
     said = "t.nsys-rep itself was not opened"
     assert any(str(tmp_path / "t.sqlite") in n and said in n for n in notes)
+
+
+def test_sweep_and_pin_arguments_are_refused_in_the_parent(tmp_path):
+    """A missing --space file and a malformed --pin name their flag; no run is started."""
+    env = {"WORKBENCH_REPORTS": str(tmp_path / "reports")}
+    space = cli("sweep", "vector_add", "--space", str(tmp_path / "nope.json"), env=env)
+    assert space.returncode == 2 and "error (usage): --space" in space.stderr
+    pin = cli("profile", "vector_add", "--pin", "BLOCK", env=env)
+    assert pin.returncode == 2 and "'BLOCK' in --pin is not KEY=VALUE" in pin.stderr
+    assert not (tmp_path / "reports" / "runs").exists()

@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         launch_count=args.launch_count,
         kernel_filter=not args.all_kernels,
         timeout=args.timeout,
-        pin=parse_settings(args.pin) if args.pin else {},
+        pin=parse_settings(args.pin, "--pin") if args.pin else {},
     )
     profile_run = _run_cancellable(session, entry, req, None if args.json else _progress)
     if args.json:

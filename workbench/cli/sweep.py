@@ -46,6 +46,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def params_from(args: argparse.Namespace) -> dict:
     space = args.space if args.space in ("own", "auto") else os.path.abspath(args.space)
+    if space not in ("own", "auto") and not os.path.isfile(space):  # before any worker starts
+        raise fail(
+            "bad-arguments",
+            f"--space {args.space}: no such file, and not one of own, auto",
+            "name a JSON or K=V,... file of configs, or use --space own|auto",
+            source="usage",
+        )
     resume = spread.latest(args.name) if args.resume else None
     if args.resume and resume is None:
         raise fail("bad-resume", f"no earlier sweep of {args.name}", "run it without --resume")
@@ -87,10 +94,9 @@ def run(args: argparse.Namespace) -> int:
     for o in outcomes:
         if o.problem and not args.json:
             print_problem(o.problem)
-    where = outcomes[-1].run_dir if outcomes else "-"
-    print(f"results (sweep.json, sweep.png when timed) in {where}", file=sys.stderr)
     if result is None:
         return 2
+    print(f"results (sweep.json, sweep.png when timed) in {outcomes[-1].run_dir}", file=sys.stderr)
     bad = sum(result["summary"].get(k, 0) for k in analysis.FAILED)
     return 1 if bad or not result.get("complete") else 0
 

@@ -39,15 +39,15 @@ def parse_case(text: str, default_dtype: str | None) -> tuple[Shape, str | None]
     return parse_shape(shape, "--case"), dtype
 
 
-def parse_settings(text: str) -> dict[str, Any]:
-    """'BLOCK_M=128,num_warps=8' -> {'BLOCK_M': 128, 'num_warps': 8}."""
+def parse_settings(text: str, flag: str = "--config") -> dict[str, Any]:
+    """'BLOCK_M=128,num_warps=8' -> {'BLOCK_M': 128, 'num_warps': 8}; errors name `flag`."""
     values: dict[str, Any] = {}
     for part in (p for p in text.split(",") if p.strip()):
         key, sep, value = part.partition("=")
         if not sep or not key.strip():
             raise fail(
                 "bad-config",
-                f"{part!r} in --config is not KEY=VALUE",
+                f"{part!r} in {flag} is not KEY=VALUE",
                 "write the config as K=V pairs separated by commas, e.g. BLOCK=1024,num_warps=8",
             )
         values[key.strip()] = setting_value(value)
