@@ -37,6 +37,11 @@ class CaseResult:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, d: dict) -> CaseResult:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
 
 @dataclass
 class CheckReport:
@@ -79,6 +84,5 @@ class CheckReport:
 
     @classmethod
     def from_dict(cls, d: dict) -> CheckReport:
-        names = {f.name for f in fields(CaseResult)}
-        cases = [CaseResult(**{k: v for k, v in c.items() if k in names}) for c in d["cases"]]
+        cases = [CaseResult.from_dict(c) for c in d["cases"]]
         return cls(d["kernel"], d["device"], d["mode"], cases)

@@ -7,6 +7,7 @@ import sys
 
 from workbench.catalog.discovery import KernelEntry, discover
 from workbench.catalog.spec import DTYPES
+from workbench.check.result import CaseResult, CheckReport
 from workbench.cli.options import add_json_option, add_path_option
 from workbench.run import jobs
 from workbench.runtime.errors import Problem, fail
@@ -59,13 +60,13 @@ def _progress(event: dict) -> None:
 
 def report(outcome: jobs.Outcome, as_json: bool) -> int:
     """Print a check outcome; the exit status says passed (0), failed (1), or could not run (2)."""
-    result = outcome.result
+    result = CheckReport.from_dict(outcome.result) if outcome.result else None
     if as_json:
         print_json(outcome.to_dict())
     elif result:
-        print(table(CHECK_HEADERS, [check_row(c) for c in result["cases"]]))
+        print(table(CHECK_HEADERS, [check_row(c) for c in result.cases]))
         print("\n" + check_verdict(result))
-        for problem in _case_problems(result["cases"]):
+        for problem in _case_problems(result.cases):
             print_problem(problem, prefix="case error")
     if outcome.problem and not as_json:
         print_problem(outcome.problem)
@@ -74,14 +75,14 @@ def report(outcome: jobs.Outcome, as_json: bool) -> int:
         return 2
     if outcome.store_problem:
         return 3
-    return 0 if result["correct"] else 1
+    return 0 if result.correct else 1
 
 
-def _case_problems(cases: list[dict]) -> list[Problem]:
+def _case_problems(cases: list[CaseResult]) -> list[Problem]:
     """Each distinct error of the cases once, with the file:line the table has no room for."""
     found = {
-        (c["problem"]["cause"], c["problem"].get("file"), c["problem"].get("line")): c["problem"]
+        (c.problem["cause"], c.problem.get("file"), c.problem.get("line")): c.problem
         for c in cases
-        if c.get("problem")
+        if c.problem
     }
     return [Problem(**p) for p in found.values()]

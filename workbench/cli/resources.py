@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     elif outcome.result:
         result = IrResult.from_dict(outcome.result)
         print(f"{result.kernel} on {result.arch} ({result.mode})")
-        print(table(RESOURCE_HEADERS, [resource_row(v.to_dict()) for v in result.variants]))
+        print(table(RESOURCE_HEADERS, [resource_row(v) for v in result.variants]))
         device = [v for v in result.variants if v.device]
         if device:
             print("\ndriver after loading (n_regs, n_spills = local bytes / 4):")

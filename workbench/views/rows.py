@@ -6,10 +6,12 @@ import os
 from typing import TYPE_CHECKING
 
 from workbench.catalog.discovery import KernelEntry
+from workbench.check.result import CaseResult, CheckReport
 from workbench.diagnosis.measured import bank_conflict_ratios, clean_message
 from workbench.views.text import fmt
 
 if TYPE_CHECKING:
+    from workbench.ir.result import IrVariant
     from workbench.run.jobs import Outcome
     from workbench.runtime.errors import Problem
 
@@ -28,25 +30,25 @@ def kernel_row(k: KernelEntry) -> tuple[str, ...]:
     )
 
 
-def check_row(case: dict) -> tuple[str, ...]:
+def check_row(case: CaseResult) -> tuple[str, ...]:
     return (
-        case["status"],
-        case["dtype"],
-        "x".join(map(str, case["shape"])) or "-",
-        case["layout"],
-        fmt(case["max_abs_diff"]),
-        fmt(case["rel_l2"]),
-        str(case["worst_index"]) if case["status"] == "failed" else "",
-        case["reason"],
+        case.status,
+        case.dtype,
+        "x".join(map(str, case.shape)) or "-",
+        case.layout,
+        fmt(case.max_abs_diff),
+        fmt(case.rel_l2),
+        str(case.worst_index) if case.status == "failed" else "",
+        case.reason,
     )
 
 
-def check_verdict(result: dict) -> str:
-    s = result["summary"]
-    verdict = "CORRECT" if result["correct"] else "NOT CORRECT"
+def check_verdict(report: CheckReport) -> str:
+    s = report.summary()
+    verdict = "CORRECT" if report.correct else "NOT CORRECT"
     line = (
-        f"{result['kernel']}: {verdict} ({s['passed']} passed, {s['failed']} failed, "
-        f"{s['errors']} errors, {s['skipped']} skipped; {result['mode']} mode)"
+        f"{report.kernel}: {verdict} ({s['passed']} passed, {s['failed']} failed, "
+        f"{s['errors']} errors, {s['skipped']} skipped; {report.mode} mode)"
     )
     facts = [f.replace("_", " ") for f in FACTS if s.get(f)]
     return line + "".join(f"\n  fact: {f}" for f in facts)
@@ -55,11 +57,11 @@ def check_verdict(result: dict) -> str:
 FACTS = ("stride_only_errors", "boundary_only_errors", "nondeterministic")
 
 
-def resource_row(v: dict) -> tuple:
-    res = v["resources"] or {}
+def resource_row(v: IrVariant) -> tuple:
+    res = v.resources or {}
     occ = res.get("occupancy") or {}
     return (
-        v["label"],
+        v.label,
         res.get("regs", "-"),
         res.get("spill_bytes", "-"),
         res.get("shared_bytes", "-"),

@@ -6,6 +6,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable
 
+from workbench.check.result import CaseResult, CheckReport
 from workbench.views.rows import CHECK_HEADERS, check_row, check_verdict
 
 
@@ -21,7 +22,7 @@ class CheckPane(Vertical):
 
     def add_event(self, event: dict) -> None:
         if event.get("event") == "case":
-            self.query_one(DataTable).add_row(*check_row(event["case"]))
+            self.query_one(DataTable).add_row(*check_row(CaseResult.from_dict(event["case"])))
 
     def show(self, result: dict) -> list[str]:
-        return [check_verdict(result)]
+        return [check_verdict(CheckReport.from_dict(result))]

@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static, TextArea
 
+from workbench.ir.result import IrResult
 from workbench.views.rows import RESOURCE_HEADERS, finding_lines, resource_row
 
 IR_STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
@@ -37,7 +38,7 @@ class ResourcesPane(Vertical):
     def show(self, result: dict) -> list[str]:
         table = self.query_one(DataTable)
         table.clear()
-        for v in result["variants"]:
+        for v in IrResult.from_dict(result).variants:
             table.add_row(*resource_row(v))
         self.query_one(Static).update(Text(finding_lines(result["findings"])))
         return [compiled_line(result)]
