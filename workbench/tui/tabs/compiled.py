@@ -15,9 +15,8 @@ from workbench.views.rows import RESOURCE_HEADERS, finding_lines, resource_row
 IR_STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
 
 
-def compiled_line(result: dict) -> str:
-    configs = len(result["variants"])
-    return f"{result['kernel']}: {configs} config(s), {result['arch']} ({result['mode']})"
+def compiled_line(result: IrResult) -> str:
+    return f"{result.kernel}: {len(result.variants)} config(s), {result.arch} ({result.mode})"
 
 
 class ResourcesPane(Vertical):
@@ -36,12 +35,13 @@ class ResourcesPane(Vertical):
         pass
 
     def show(self, result: dict) -> list[str]:
+        compiled = IrResult.from_dict(result)
         table = self.query_one(DataTable)
         table.clear()
-        for v in IrResult.from_dict(result).variants:
+        for v in compiled.variants:
             table.add_row(*resource_row(v))
-        self.query_one(Static).update(Text(finding_lines(result["findings"])))
-        return [compiled_line(result)]
+        self.query_one(Static).update(Text(finding_lines(compiled.findings)))
+        return [compiled_line(compiled)]
 
 
 class IRPane(Vertical):
@@ -62,11 +62,12 @@ class IRPane(Vertical):
         pass
 
     def show(self, result: dict) -> list[str]:
-        first = next((v for v in result["variants"] if not v["error"]), None)
-        artifacts = (first or {}).get("artifacts", {})
+        compiled = IrResult.from_dict(result)
+        first = next((v for v in compiled.variants if not v.error), None)
+        artifacts = first.artifacts if first else {}
         self._paths = {s: p for s, p in artifacts.items() if s in IR_STAGES}
         self._show_stage()
-        return [compiled_line(result)]
+        return [compiled_line(compiled)]
 
     def step(self, by: int) -> None:
         if self._paths:
