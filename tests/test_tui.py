@@ -193,3 +193,38 @@ async def test_sweep_tab_compiles_every_config_and_ranks_them():
         assert len(configs) == 3 and all("BLOCK=" in c for c in configs), configs
         verdict = _text(app.query_one("#verdict", Static))
         assert "run " in verdict and "sweep" in verdict.lower(), verdict
+
+
+async def test_n_profiles_the_highlighted_sweep_config_or_says_why_not(monkeypatch):
+    """On the Sweep tab `n` runs ncu on the highlighted config (pinned, at its shape): greyed
+    without a GPU; on a GPU host it goes through the profile session, which here refuses it
+    for want of ncu, naming the override."""
+    import json
+
+    from workbench.tui.tabs.sweep import SweepPane
+
+    recorded = json.loads((FIXTURES / "sweep_h100_matmul16.json").read_text())["result"]
+    app = WorkbenchApp([str(FIXTURES / "sweep_three_name.py")])
+    async with app.run_test(size=(160, 50)) as pilot:
+        app.query_one("#tabs").active = "tab-sweep"
+        app.query_one(SweepPane).show(recorded)
+        await pilot.pause()
+        assert app.check_action("profile_config", ()) is False  # no GPU here: greyed
+        assert (
+            app.query_one(SweepPane).highlighted()["label"]
+            == recorded["shapes"]["4096x4096x4096"]["best"]
+        )
+    monkeypatch.setenv("WORKBENCH_DEVICE", "cuda")
+    monkeypatch.setenv("WORKBENCH_NCU", str(ROOT / "no-such-ncu"))
+    app = WorkbenchApp([str(FIXTURES / "sweep_three_name.py")])
+    async with app.run_test(size=(160, 50)) as pilot:
+        app.query_one("#tabs").active = "tab-sweep"
+        app.query_one(SweepPane).show(recorded)
+        await pilot.pause()
+        assert app.check_action("profile_config", ()) is True
+        await pilot.press("n")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.query_one("#tabs").active == "tab-profile"
+        verdict = _text(app.query_one("#verdict", Static))
+        assert "tool-missing" in verdict and "WORKBENCH_NCU" in verdict, verdict

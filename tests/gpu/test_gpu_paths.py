@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ROOT, cli
+from conftest import FIXTURES, ROOT, cli
 
 pytestmark = pytest.mark.gpu
 
@@ -95,3 +95,24 @@ def test_a_pinned_config_is_profiled_as_it_runs():
     assert out["problem"] is None, out["problem"]
     kernel = out["summary"]["kernels"][0]
     assert kernel["registers_per_thread"] >= 200 and kernel["spill_instructions"] > 0, kernel
+
+
+async def test_tui_sweeps_then_profiles_the_highlighted_config():
+    from textual.widgets import DataTable, Static
+
+    from workbench.tui.app import WorkbenchApp
+    from workbench.tui.tabs.sweep import SweepPane
+
+    app = WorkbenchApp([str(FIXTURES / "sweep_three_name.py")])
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.press("t")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        best = app.query_one(SweepPane).highlighted()
+        assert best is not None and best["status"] == "ok", best
+        await pilot.press("n")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        verdict = str(app.query_one("#verdict", Static).render())
+        assert "launch(es)" in verdict, verdict
+        assert app.query_one("#profile-kernels", DataTable).row_count > 0

@@ -76,6 +76,7 @@ class WorkbenchApp(App[None]):
         Binding("i", "ir", "IR", id="ir"),
         Binding("p", "profile", "Profile", id="profile"),
         Binding("t", "sweep", "Sweep", id="sweep"),
+        Binding("n", "profile_config", "ncu this config", id="profile_config"),
         Binding("k", "cache", "Cache", id="cache"),
         Binding("left_square_bracket", "stage(-1)", "Prev stage", show=False),
         Binding("right_square_bracket", "stage(1)", "Next stage", show=False),
@@ -144,6 +145,7 @@ class WorkbenchApp(App[None]):
                 self._show_stored_profile()
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self.refresh_bindings()  # some keys belong to one tab
         if event.pane.id == "tab-profile":
             self._show_stored_profile()
 
@@ -163,6 +165,12 @@ class WorkbenchApp(App[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("check", "resources", "ir", "cache", "sweep"):
             return not self._busy
+        if action == "profile_config":  # on the Sweep tab; greyed without a GPU (ncu needs one)
+            if self.query_one("#tabs", TabbedContent).active != "tab-sweep":
+                return None
+            return (
+                self._gpu and not self._busy and self.query_one(SweepPane).highlighted() is not None
+            )
         if action == "profile":  # without a GPU it only shows what the store holds
             return not (self._busy and self._gpu)
         if action == "cancel":
@@ -329,15 +337,27 @@ class WorkbenchApp(App[None]):
         self.query_one("#progress", ProgressBar).update(total=len(PROFILE_PHASES), progress=0)
         self.run_profile(entry)
 
+    def action_profile_config(self) -> None:
+        """ncu on the highlighted sweep row: its config pinned, at its shape and dtype."""
+        row = self.query_one(SweepPane).highlighted()
+        entry = self._begin("tab-profile", "profile of one config under ncu") if row else None
+        if entry is None or row is None:
+            return
+        self.query_one("#progress", ProgressBar).update(total=len(PROFILE_PHASES), progress=0)
+        dtype = self.query_one(SweepPane).dtype
+        case = "x".join(map(str, row["shape"])) + (f":{dtype}" if dtype else "")
+        self.run_profile(entry, case, row["values"])
+
     @work(thread=True, exclusive=True, group="job")
-    def run_profile(self, entry: KernelEntry) -> None:
+    def run_profile(self, entry: KernelEntry, case: str = "", pin: dict | None = None) -> None:
         from workbench.profilers import session
 
         def on_event(event: dict) -> None:
             self.call_from_thread(self._on_profile_event, event)
 
+        request = session.Request(cases=[case] if case else [], pin=pin or {})
         try:
-            run = session.profile(entry, session.Request(), on_event, self._cancel)
+            run = session.profile(entry, request, on_event, self._cancel)
         except WorkbenchError as exc:  # refused before it started: no ncu, no GPU, bad spec
             self.call_from_thread(self._on_refused, exc.problem)
             return

@@ -21,12 +21,17 @@ HEADERS = (
 )
 
 
+def table_order(rows: list[dict]) -> list[dict]:
+    """The order of a sweep's table: timed configs fastest first, then the rest."""
+    return analysis.ranked(rows) + [r for r in rows if r["status"] != analysis.TIMED]
+
+
 def rows_of(rows: list[dict]) -> list[tuple]:
-    """Table rows: timed configs fastest first, then the rest."""
-    order = analysis.ranked(rows)
-    best = order[0]["ms"] if order else None
+    """Table rows, in `table_order`."""
+    order = table_order(rows)
+    best = order[0]["ms"] if order and order[0]["status"] == analysis.TIMED else None
     out = []
-    for i, r in enumerate(order + [r for r in rows if r["status"] != analysis.TIMED]):
+    for i, r in enumerate(order):
         res = r.get("resources") or {}
         occ = res.get("occupancy") or {}
         out.append(

@@ -11,7 +11,7 @@ from textual.widgets import DataTable, ProgressBar, Static
 
 from workbench.sweep import analysis, plot
 from workbench.sweep.space import autotune_snippet
-from workbench.views.sweep import HEADERS, rows_of
+from workbench.views.sweep import HEADERS, rows_of, table_order
 
 
 class SweepPane(Vertical):
@@ -29,6 +29,8 @@ class SweepPane(Vertical):
     def on_mount(self) -> None:
         self.query_one(DataTable).add_columns(*HEADERS)
         self.rows: list[dict] = []
+        """The table's rows as data, in its order."""
+        self.dtype: str | None = None
 
     def reset(self) -> None:
         self.rows = []
@@ -49,10 +51,13 @@ class SweepPane(Vertical):
     def show(self, result: dict) -> list[str]:
         """Render a finished (or partial) sweep; returns the lines worth a notification."""
         result = result if "shapes" in result else analysis.summarize(dict(result))
+        self.dtype = result.get("dtype")
         table = self.query_one(DataTable)
         table.clear()
         plots, notes = [], []
+        self.rows = []
         for shape, rows in analysis.by_shape(result["rows"]).items():
+            self.rows += table_order(rows)
             for cells in rows_of(rows):
                 table.add_row(*cells[:1], f"{shape} {cells[1]}", *cells[2:])
             if any(r["status"] == analysis.TIMED for r in rows):
@@ -81,3 +86,8 @@ class SweepPane(Vertical):
             f"({counts}), {result['mode']}"
         )
         return [head] + [f"best {s}: {b}" for s, b in summary["best"].items() if b]
+
+    def highlighted(self) -> dict | None:
+        """The sweep row under the table's cursor (what `n` profiles)."""
+        row = self.query_one(DataTable).cursor_row
+        return self.rows[row] if 0 <= row < len(self.rows) else None
