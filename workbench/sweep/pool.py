@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import subprocess
 import sys
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from workbench.ir import resources
+from workbench.ir import disasm
 from workbench.ir.capture import Launch
 from workbench.run.faults import problem_from_exception
 from workbench.runtime import compat
@@ -81,20 +80,4 @@ def static_resources(kernel: Any, arch: int, cubin: Path) -> dict:
     """Registers, spills, shared memory and occupancy of a compiled kernel, from its cubin."""
     cubin.parent.mkdir(parents=True, exist_ok=True)
     cubin.write_bytes(kernel.asm["cubin"])
-    tool = compat.tool_path("cuobjdump")
-    proc = subprocess.run(
-        [tool, "--dump-resource-usage", str(cubin)], capture_output=True, text=True, timeout=120
-    )
-    md = kernel.metadata
-    usage = resources.parse_resource_usage(proc.stdout).get(md.name)
-    if proc.returncode != 0 or usage is None:
-        raise fail(
-            "no-resource-usage",
-            f"cuobjdump printed no resource usage for {md.name} in {cubin}",
-            f"run it by hand: {tool} --dump-resource-usage {cubin}",
-            detail=proc.stderr[-2000:],
-        )
-    res = resources.resources(
-        md.name, arch, usage, compat.shared_bytes(md), md.num_warps, md.num_stages
-    )
-    return res.to_dict()
+    return disasm.kernel_resources(kernel, arch, str(cubin)).to_dict()
