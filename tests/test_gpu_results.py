@@ -134,3 +134,17 @@ def test_the_sweep_report_says_how_to_profile_an_unexplained_loser(capsys):
     ))  # fmt: skip
     assert "--case 4096x4096x4096:bfloat16 --pin BLOCK_M=" in hint
     assert hint.endswith("--path benchmarks/sweep_matmul16.py")
+
+
+def test_a_merged_two_gpu_sweep_is_recorded_in_the_store(tmp_path):
+    from workbench.catalog.discovery import KernelEntry
+    from workbench.run.store import Store
+    from workbench.sweep import spread
+
+    entry = KernelEntry(name="matmul16", file="benchmarks/sweep_matmul16.py", line=0)
+    result = copy.deepcopy(H200X2)
+    spread._record(entry, {"space": "space64.json"}, result, tmp_path)
+    [run] = Store().history("matmul16", kind="sweep")
+    assert run.status == "ok" and run.params["merged_from"] == ["0", "1"]
+    assert run.seconds == pytest.approx(H200X2["timings"]["total_s"], abs=1e-3)
+    assert "store_problem" not in result

@@ -7,16 +7,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from workbench.catalog.discovery import KernelEntry
 from workbench.run import jobs, store
-from workbench.runtime.errors import WorkbenchError, fail
+from workbench.runtime.errors import fail
 from workbench.sweep import analysis, plot
 from workbench.sweep.analysis import RESULT_FILE
 
@@ -109,23 +107,18 @@ def _read(outcome: jobs.Outcome) -> dict | None:
 
 
 def _record(entry: KernelEntry, params: dict, result: dict, folder: Path) -> None:
-    rec = store.RunRecord(
-        id=store.new_run_id(),
-        kind="sweep",
-        kernel=entry.name,
+    problem = store.record_run(
+        store.new_run_id(),
+        "sweep",
+        entry.name,
         file=entry.file,
         params={**params, "merged_from": [s.get("gpu_index") for s in result["shards"]]},
         status="ok" if result.get("complete") else "partial",
-        started=time.time() - sum((result.get("timings") or {}).values()),
         seconds=(result.get("timings") or {}).get("total_s", 0.0),
-        host=socket.gethostname(),
         mode=result.get("mode") or "gpu",
         summary=result.get("summary"),
-        result=result,
-        problem=None,
         artifacts=str(folder),
+        result=result,
     )
-    try:
-        store.Store().record(rec)
-    except WorkbenchError as exc:  # the merged file is in the run folder either way
-        result["store_problem"] = exc.problem.to_dict()
+    if problem:  # the merged file is in the run folder either way
+        result["store_problem"] = problem.to_dict()
