@@ -1,27 +1,33 @@
 """A finding: one diagnosed problem with its evidence, the fix to try and the line it points at;
-static (compile time) and measured (ncu) findings share it, so the two read alike."""
+static (compile time), dynamic (check), measured (ncu, nsys, timings) findings share it, so all
+read alike."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-SEVERITIES = ("high", "medium", "low")
+SEVERITIES = ("high", "medium", "low", "info")
+"""Most severe first; "info" is a fact worth knowing that asks for no change."""
 
 
 @dataclass(frozen=True)
 class Finding:
     id: str
+    """The pitfall's id in the table (`diagnosis.pitfalls`), or a tool's own (ncu-rule)."""
     title: str
     severity: str
-    """high | medium | low."""
     evidence: dict = field(hash=False, compare=False)
     fix: str = ""
     file: str | None = None
     line: int | None = None
+    gain: float | None = field(default=None, compare=False)
+    """Estimated share of the kernel's time the fix would save (0..1); None when unknown."""
+    fix_id: str | None = field(default=None, compare=False)
+    """What `diagnose --try` accepts to apply the fix by itself; None when only a person can."""
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> Finding:
-        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
+        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__ if k in d or k == "evidence"})
