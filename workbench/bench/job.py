@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from workbench.bench import ceilings
+from workbench.bench.launches import launch_facts
 from workbench.bench.metrics import Timings
 from workbench.bench.result import BenchRecord, BenchResult, Ceilings, Sample, case_record
 from workbench.catalog.spec import KernelSpec, Shape
@@ -36,14 +37,16 @@ L2_SPAN = 3
 
 
 def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
-    """Worker entry: params may name "shapes", "dtypes", "compile" (bool), "refresh_ceilings"."""
+    """Worker entry: params may name "shapes", "dtypes", "compile" (bool), "refresh_ceilings",
+    "launches" (bool: also time one call eagerly and replayed from a CUDA graph)."""
     if ctx.device != "cuda":
         raise fail("needs-gpu", machine.needs_gpu_message("bench"), "run bench on a GPU host")
     ceil = ceilings.get(bool(params.get("refresh_ceilings")), ctx.emit)
     compile_ref = params.get("compile", True)
+    graph = bool(params.get("launches"))
 
     def measure(shape: Shape, dtype: str | None, seed: int) -> Sample:
-        return measure_case(spec, shape, dtype, ceil.l2_bytes, ctx.device, compile_ref, seed)
+        return measure_case(spec, shape, dtype, ceil.l2_bytes, ctx.device, compile_ref, seed, graph)
 
     result = run_bench(
         spec,
@@ -113,6 +116,7 @@ def measure_case(
     device: str,
     compile_ref: bool,
     seed: int,
+    launches: bool = False,
 ) -> Sample:
     """The check at this shape and, when it passes, the timings (on the GPU)."""
     try:
@@ -121,7 +125,7 @@ def measure_case(
         if case.status != "passed":
             return Sample(checked, reason=case.reason, problem=case.problem)
         torch.manual_seed(seed)
-        return _time(spec, shape, dtype, l2_bytes, device, compile_ref, checked)
+        return _time(spec, shape, dtype, l2_bytes, device, compile_ref, checked, launches)
     finally:
         torch.cuda.empty_cache()  # give the next case's inputs the whole memory
 
@@ -134,6 +138,7 @@ def _time(
     device: str,
     compile_ref: bool,
     checked: dict,
+    launches: bool = False,
 ) -> Sample:
     tdtype = tensors.torch_dtype(dtype) if dtype else None
     sets = input_sets(spec, shape, tdtype, device, l2_bytes)
@@ -159,7 +164,8 @@ def _time(
         flops=spec.flops(shape) if spec.flops else None,
         input_sets=len(sets),
     )
-    return Sample(checked, timings, note=note)
+    launch = launch_facts(spec, sets[0], dtype) if launches else None
+    return Sample(checked, timings, note=note, launch=launch)
 
 
 def input_sets(

@@ -94,6 +94,8 @@ class BenchRecord:
     input_sets: int | None = None
     reason: str | None = None
     problem: dict | None = None
+    launch: dict | None = None
+    """How one call launches, eager vs one CUDA graph (`bench.launches`), when asked for."""
 
     @property
     def where(self) -> str:
@@ -125,6 +127,7 @@ class Sample:
     reason: str = ""
     problem: dict | None = None
     note: str | None = None
+    launch: dict | None = None
 
 
 def case_record(
@@ -149,6 +152,7 @@ def case_record(
         rec,
         **figures,
         note=sample.note,
+        launch=sample.launch,
         ms=t.ms,
         ms_p20=t.ms_p20,
         ms_p80=t.ms_p80,

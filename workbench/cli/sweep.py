@@ -20,7 +20,7 @@ from workbench.run import machine
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import parse_shape
 from workbench.sweep import analysis, plot, spread
-from workbench.sweep.space import autotune_snippet
+from workbench.sweep.space import SPACES, autotune_snippet
 from workbench.views.sweep import HEADERS, rows_of
 from workbench.views.text import print_json, print_problem, table
 
@@ -31,7 +31,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shape", action="append", default=[], help="e.g. 4096x4096x4096 (repeat)")
     p.add_argument("--dtype", choices=DTYPES, help="input dtype (default: the kernel's first)")
     p.add_argument(
-        "--space", default="own", help="own (its @triton.autotune configs), auto, or a FILE"
+        "--space",
+        default="own",
+        help="own (its @triton.autotune configs), auto, neighbours (one step from the config it "
+        "runs with), or a FILE",
     )
     p.add_argument("--jobs", type=int, help="parallel compiles (default: the CPU cores)")
     p.add_argument("--gpus", help="all, or indices such as 0,1: one worker per GPU")
@@ -45,12 +48,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def params_from(args: argparse.Namespace) -> dict:
-    space = args.space if args.space in ("own", "auto") else os.path.abspath(args.space)
-    if space not in ("own", "auto") and not os.path.isfile(space):  # before any worker starts
+    named = args.space in SPACES
+    space = args.space if named else os.path.abspath(args.space)
+    if not named and not os.path.isfile(space):  # before any worker starts
         raise fail(
             "bad-arguments",
-            f"--space {args.space}: no such file, and not one of own, auto",
-            "name a JSON or K=V,... file of configs, or use --space own|auto",
+            f"--space {args.space}: no such file, and not one of {', '.join(SPACES)}",
+            f"name a JSON or K=V,... file of configs, or use --space {'|'.join(SPACES)}",
             source="usage",
         )
     resume = spread.latest(args.name) if args.resume else None

@@ -27,6 +27,8 @@ class Launch:
     fn: Any
     args: tuple
     kwargs: dict
+    tuned: bool = False
+    """Launched by an Autotuner (not the bare function, though one may wrap it)."""
 
     @property
     def name(self) -> str:
@@ -53,7 +55,7 @@ class Launch:
                 args[i] = v
             else:
                 kwargs[k] = v
-        return Launch(self.fn, tuple(args), kwargs)
+        return Launch(self.fn, tuple(args), kwargs, self.tuned)
 
 
 def _snapshot(arg: Any) -> Any:
@@ -76,20 +78,25 @@ def intercepted(launches: list[Launch], targets: set[int] | None) -> Iterator[No
     classes = compat.launcher_classes()
     jit_cls, tune_cls = classes["jit"], classes["autotune"]
     jit_run, tune_run = jit_cls.run, tune_cls.run
+    tuning = [False]
 
     def run(self: Any, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
         if targets is None or id(self) in targets:
-            launches.append(Launch(self, tuple(map(_snapshot, args)), kwargs))
+            launches.append(Launch(self, tuple(map(_snapshot, args)), kwargs, tuning[0]))
         return None
 
     def tune(self: Any, *args: Any, **kwargs: Any) -> Any:
         named = {**dict(zip(self.arg_names, args)), **kwargs}
         named.pop("grid", None), named.pop("warmup", None)
-        for config in self.configs:
-            values = config.all_kwargs()
-            if config.pre_hook:  # e.g. sets TMA descriptors' block shapes, as the autotuner does
-                config.pre_hook({**named, **values})
-            self.fn.run(*args, **{**kwargs, **values})
+        tuning[0] = True
+        try:
+            for config in self.configs:
+                values = config.all_kwargs()
+                if config.pre_hook:  # e.g. sets TMA descriptors' block shapes, as autotune does
+                    config.pre_hook({**named, **values})
+                self.fn.run(*args, **{**kwargs, **values})
+        finally:
+            tuning[0] = False
         return None
 
     jit_cls.run, tune_cls.run = run, tune

@@ -57,7 +57,8 @@ class Sweep:
         self.spec, self.params, self.ctx, self.pool = spec, params, ctx, pool
         device_arch = compat.device_arch() if gpu else None
         self.arch = _arch(params.get("arch"), device_arch)
-        self.timed = gpu and self.arch == device_arch
+        # "time": False keeps a GPU sweep static (resources only), as `diagnose` gathers them
+        self.timed = gpu and self.arch == device_arch and params.get("time", True)
         self.dtype = params.get("dtype") or (spec.dtypes[0] if spec.dtypes else None)
         self.file = Path(ctx.run_dir) / RESULT_FILE
         self.done = _previous(params.get("resume"))
@@ -139,8 +140,11 @@ class Sweep:
         hook = tuner.configs[0].pre_hook if tuner is not None and tuner.configs else None
         folder = Path(self.ctx.run_dir) / "cubins" / shape_text(shape).replace(" ", "")
         futures: dict[Future, dict] = {}
+        # the config the kernel runs as written (an autotuned one's pick is not known here)
+        launched = space.key(_launch_values(base)) if tuner is None else None
         for i, values in enumerate(todo):
             row = _row(shape, values)
+            row["launched"] = row["label"] == launched
             try:
                 launch = config_launch(base, values, hook)
                 cubin = folder / f"{i}_{base.name}.cubin"
@@ -279,9 +283,10 @@ def config_launch(base: Launch, values: Values, pre_hook: Any) -> Launch:
 
 
 def _target(launches: list[Launch]) -> tuple[Launch, Any]:
-    """The launch to sweep (the first autotuned one, else the first) and its Autotuner."""
+    """The launch to sweep (the first autotuned one, else the first) and its Autotuner; a bare
+    launch of a function that an Autotuner also wraps is swept as launched."""
     for launch in launches:
-        tuner = _autotuner(launch.fn)
+        tuner = _autotuner(launch.fn) if launch.tuned else None
         if tuner is not None:
             return launch, tuner
     return launches[0], None
@@ -312,9 +317,9 @@ def _configs(name: str, tuner: Any, base: Launch) -> list[Values]:
             space.config_values(c.kwargs, **{k: getattr(c, k, None) for k in OPTION_NAMES})
             for c in tuner.configs
         ]
-    if name == "auto":
+    if name in ("auto", "neighbours"):
         base_values = _configs("own", tuner, base)[0] if tuner is not None else _launch_values(base)
-        return space.generate(base_values)
+        return space.generate(base_values) if name == "auto" else space.neighbours(base_values)
     return space.from_file(name)
 
 

@@ -13,7 +13,7 @@ from workbench.runtime.errors import fail
 from workbench.runtime.grammar import parse_settings
 
 Values = dict[str, Any]
-SPACES = ("own", "auto")
+SPACES = ("own", "auto", "neighbours")
 """Named spaces; anything else is a file of configs."""
 WARPS = (4, 8)
 STAGES = (2, 3, 4)
@@ -105,6 +105,28 @@ def generate(base: Values, warps: tuple[int, ...] = WARPS, stages: tuple[int, ..
     out = []
     for sizes, w, s in itertools.product(itertools.product(*choices), warps, stages):
         out.append({**base, **dict(zip(tiles, sizes)), "num_warps": w, "num_stages": s})
+    return out
+
+
+MAXNREG = (128, 168)
+"""Register caps worth a try: 128 lets a 4-warp block keep 4 blocks per SM, 168 three."""
+
+
+def neighbours(base: Values) -> list[Values]:
+    """The base config first, then every one-step move from it: twice or half the warps, a
+    stage more or less, each tile parameter halved, a register cap (maxnreg). What a spill or
+    an occupancy limit is fixed with, short of a whole sweep."""
+    warps, stages = base.get("num_warps", 4), base.get("num_stages", 3)
+    moves: list[Values] = [{"num_warps": w} for w in (warps * 2, warps // 2) if 1 <= w <= 16]
+    moves += [{"num_stages": s} for s in (stages - 1, stages + 1) if 1 <= s <= 6]
+    moves += [{t: base[t] // 2} for t in tile_params(base) if base[t] // 2 >= TILE_MIN]
+    moves += [{"maxnreg": r} for r in MAXNREG if "maxnreg" not in base]
+    out, seen = [base], {key(base)}
+    for move in moves:
+        values = {**base, **move}
+        if key(values) not in seen:
+            seen.add(key(values))
+            out.append(values)
     return out
 
 
