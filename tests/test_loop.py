@@ -1,0 +1,64 @@
+"""The loop's parts that need no GPU: the neighbours a spill is fixed with (compiled for real),
+launch facts from a real Nsight Systems export, a trial picked and shown, refusals up front."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import FIXTURES
+
+from workbench.diagnosis.finding import Finding
+from workbench.loop.gather import _nsys_launch_facts
+from workbench.loop.trial import Side, Trial, pick
+from workbench.profilers.nsysreport import load
+from workbench.runtime.errors import WorkbenchError
+from workbench.sweep.space import key, neighbours
+from workbench.views.diagnosis import trial_text
+
+
+def test_neighbours_are_one_step_from_the_base_and_start_with_it():
+    base = {"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 16, "num_warps": 4, "num_stages": 3}
+    found = neighbours(base)
+    assert found[0] == base
+    moved = [{k: v for k, v in n.items() if base.get(k) != v} for n in found[1:]]
+    assert {"num_warps": 8} in moved and {"num_warps": 2} in moved
+    assert {"num_stages": 2} in moved and {"num_stages": 4} in moved
+    assert {"BLOCK_M": 128} in moved and {"BLOCK_N": 64} in moved
+    assert {"BLOCK_K": 8} not in moved  # tiles stay >= 16
+    assert {"maxnreg": 128} in moved
+    assert all(len(m) == 1 for m in moved)
+    assert len({key(n) for n in found}) == len(found)
+
+
+def test_launch_facts_from_a_real_nsys_export_of_the_transformer():
+    summary = load(str(FIXTURES / "nsys_transformer.sqlite")).to_dict()
+    facts = _nsys_launch_facts(summary, None)
+    # the whole forward's range: 108 kernels with the GPU idle most of the time between them
+    assert facts.launches == 108
+    assert facts.idle_fraction is not None and facts.idle_fraction > 0.9
+    assert facts.mean_gap_ns and facts.mean_gap_ns > 50_000
+
+
+def _finding(id: str, fix_id: str | None) -> Finding:
+    return Finding(id, "t", "high", {}, fix_id=fix_id)
+
+
+def test_try_picks_by_finding_id_or_fix_kind_and_names_the_offered_ones():
+    found = [_finding("host-sync", None), _finding("register-spill", "config")]
+    assert pick(found, "register-spill").id == "register-spill"
+    assert pick(found, "config").id == "register-spill"
+    with pytest.raises(WorkbenchError) as err:
+        pick(found, "host-sync")
+    assert "register-spill" in err.value.problem.remedy
+
+
+def test_a_trial_keeps_the_faster_correct_side_and_shows_both():
+    before = Side("num_warps=4", 0.40, True, {"num_warps": 4})
+    after = Side("num_warps=8", 0.25, True, {"num_warps": 8})
+    t = Trial("k", "register-spill", "config", [4096, 4096], "float16", before, after)
+    assert t.speedup == pytest.approx(1.6) and t.kept is after
+    text = trial_text(t)
+    assert "1.60x" in text and "num_warps=8" in text.splitlines()[-1]
+    slower = Trial("k", "register-spill", "config", None, None, before, Side("x", 0.5, True))
+    assert slower.kept is before
+    wrong = Trial("k", "register-spill", "config", None, None, before, Side("x", 0.1, False))
+    assert wrong.kept is before and wrong.to_dict()["kept"]["label"] == "num_warps=4"

@@ -1,0 +1,216 @@
+"""Gather the facts about one kernel that this machine can give, by running the jobs.
+
+Everywhere: the check (interpreter on a CPU host), the compile of the launched config with its
+static findings, its cross-compiled neighbours' resources, and the autotune-cache keys. On a GPU
+host: the timings at one bench shape (with eager vs CUDA-graph launch facts) and Nsight Compute.
+Reports imported with `--import` stand in for the profilers. A step that fails leaves its reason
+in `Facts.missing`; the facts already gathered are kept.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workbench.bench.result import BenchResult
+from workbench.cache import static as cache_static
+from workbench.cache.report import installed_triton
+from workbench.catalog.discovery import KernelEntry
+from workbench.check.result import CheckReport
+from workbench.diagnosis.facts import Facts, LaunchFacts
+from workbench.diagnosis.finding import Finding
+from workbench.ir.result import IrResult
+from workbench.profilers import session, tools
+from workbench.run import jobs, machine
+from workbench.runtime.errors import Problem, WorkbenchError
+from workbench.runtime.grammar import shape_text
+
+OnStep = Callable[[str, str, float], None]
+"""(step, what it gave or why not, seconds)."""
+STEPS = ("check", "compile", "neighbours", "cache", "bench", "ncu", "import")
+NEIGHBOUR_IDS = ("register-spill", "low-occupancy")
+"""Static findings whose fix is another config: only then are the neighbours compiled."""
+
+
+@dataclass
+class Options:
+    dtype: str | None = None
+    shape: list[int] | None = None
+    """The shape of the measured facts (default: the kernel's first bench shape)."""
+    gpu_facts: str = "auto"
+    """auto: time and profile when this host has a GPU; none: static and checked facts only."""
+    imports: list[str] = field(default_factory=list)
+    timeout: float = 900.0
+
+
+@dataclass
+class Gathered:
+    facts: Facts
+    shape: list[int] | None = None
+    """The shape the measured facts are taken at."""
+    dtype: str | None = None
+    runs: list[jobs.Outcome] = field(default_factory=list)
+    steps: list[dict] = field(default_factory=list)
+    """One per step: name, seconds, and what it gave or why it did not run."""
+
+
+def gather(
+    entry: KernelEntry,
+    opts: Options,
+    on_step: OnStep | None = None,
+    cancel: threading.Event | None = None,
+    profile: bool = True,
+) -> Gathered:
+    """`profile=False` leaves Nsight Compute out (a trial measures for itself)."""
+    dtype = opts.dtype or (entry.dtypes[0] if entry.dtypes else None)
+    shape = opts.shape or _bench_shape(entry)
+    facts = Facts(kernel=entry.name, file=entry.file)
+    out = Gathered(facts, shape, dtype)
+    gpu = opts.gpu_facts == "auto" and machine.has_gpu()
+
+    def step(name: str, do: Callable[[], str]) -> None:
+        if cancel is not None and cancel.is_set():
+            facts.missing[name] = "cancelled"
+            return
+        start = time.monotonic()
+        try:
+            said = do()
+        except WorkbenchError as exc:
+            said = facts.missing[name] = f"{exc.problem.cause} ({exc.problem.remedy})"
+        seconds = time.monotonic() - start
+        out.steps.append({"step": name, "seconds": round(seconds, 2), "said": said})
+        if on_step:
+            on_step(name, said, seconds)
+
+    def job(kind: str, params: dict, timeout: float | None = None) -> dict | None:
+        outcome = jobs.run_job(jobs.Job(kind, entry, params, timeout or opts.timeout), None, cancel)
+        out.runs.append(outcome)
+        if outcome.result is None:
+            why = outcome.problem.cause if outcome.problem else outcome.status
+            raise WorkbenchError(_problem(kind, why, outcome.run_dir))
+        return outcome.result
+
+    def check() -> str:
+        facts.check = CheckReport.from_dict(job("check", {"dtypes": [dtype] if dtype else None}))
+        return facts.check.summary().get("verdict") or ("correct" if facts.check.correct else "?")
+
+    def compile_() -> str:
+        ir = IrResult.from_dict(job("ir", {"dtype": dtype, "stages": ["ttir", "ttgir"]}))
+        facts.arch = ir.arch
+        facts.compile_findings = [Finding.from_dict(f) for f in ir.findings]
+        return f"{len(ir.variants)} config(s) on {ir.arch}, {len(ir.findings)} static finding(s)"
+
+    def neighbours() -> str:
+        if not any(f.id in NEIGHBOUR_IDS for f in facts.compile_findings):
+            return "skipped: no spill or occupancy finding to fix with another config"
+        params = {"space": "neighbours", "dtype": dtype, "time": False}
+        if gpu and shape:
+            params["shapes"] = [list(shape)]
+        rows = job("sweep", params)["rows"]
+        facts.configs = rows
+        spill_free = sum(1 for r in rows if not (r.get("resources") or {}).get("spill_bytes"))
+        return f"{len(rows)} configs compiled, {spill_free} without spills"
+
+    def cache() -> str:
+        source = Path(entry.file).read_text()
+        found = cache_static.findings(source, entry.file, installed_triton())
+        facts.cache = [Finding.from_dict(f) for f in found]
+        return f"{len(found)} autotune-key finding(s)"
+
+    def bench() -> str:
+        params = {"shapes": [list(shape)] if shape else None, "launches": True, "compile": False}
+        params["dtypes"] = [dtype] if dtype else None
+        facts.bench = BenchResult.from_dict(job("bench", params))
+        facts.gpu = facts.bench.device
+        rec = facts.bench.records[0] if facts.bench.records else None
+        if rec is None or rec.ms is None:
+            return f"not timed: {rec.reason if rec else 'no record'}"
+        if rec.launch:
+            facts.launch = _launch_facts(rec.launch, rec.shape, rec.dtype)
+        ratio = f", {rec.roofline_ratio:.2f} of the {rec.bound} roofline" if rec.bound else ""
+        return f"{rec.ms:.4g} ms at {shape_text(rec.shape)}{ratio}"
+
+    def ncu() -> str:
+        tools.find("ncu")  # a missing ncu says so here, before a child starts
+        case = [f"{shape_text(shape)}" + (f":{dtype}" if dtype else "")] if shape else []
+        req = session.Request(tool="ncu", preset="memory", cases=case, timeout=opts.timeout)
+        run = session.profile(entry, req, cancel=cancel)
+        out.runs.append(run.outcome)
+        if run.summary is None:
+            raise WorkbenchError(run.problem or _problem("ncu", "no report", run.outcome.run_dir))
+        facts.ncu = run.summary
+        return f"{len(run.summary.get('kernels', []))} launch(es) profiled"
+
+    def imports() -> str:
+        for path in opts.imports:
+            summary = session.import_file(path)
+            if summary.get("tool") == "ncu":
+                facts.ncu = summary
+            else:
+                facts.launch = _nsys_launch_facts(summary, facts.launch)
+        return f"{len(opts.imports)} report(s) read"
+
+    step("check", check)
+    step("compile", compile_)
+    step("neighbours", neighbours)
+    step("cache", cache)
+    if gpu:
+        step("bench", bench)
+        if profile:
+            step("ncu", ncu)
+    else:
+        why = "asked not to (--gpu-facts none)" if opts.gpu_facts == "none" else "no GPU here"
+        for name in ("bench", "ncu"):
+            facts.missing.setdefault(name, why)
+    if opts.imports:
+        step("import", imports)
+    return out
+
+
+def _bench_shape(entry: KernelEntry) -> list[int] | None:
+    sets = entry.shapes or {}
+    chosen = sets.get("bench") or next(iter(sets.values()), None)
+    return list(chosen[0]) if chosen else None
+
+
+def _launch_facts(d: dict, shape: list[int], dtype: str) -> LaunchFacts:
+    eager = d.get("eager_ms")
+    return LaunchFacts(
+        launches=d.get("launches"),
+        wall_ns=eager * 1e6 if eager else None,
+        gpu_busy_ns=d.get("gpu_busy_ns"),
+        mean_gap_ns=d.get("mean_gap_ns"),
+        eager_ms=eager,
+        graph_ms=d.get("graph_ms"),
+        graph_correct=d.get("graph_correct"),
+        shape=list(shape),
+        dtype=dtype,
+    )
+
+
+def _nsys_launch_facts(summary: dict, known: LaunchFacts | None) -> LaunchFacts:
+    """Launch facts from an Nsight Systems export: its NVTX range with the most GPU time, per
+    instance of the range (one call of the workload each)."""
+    ranges = [r for r in summary.get("ranges") or [] if r.get("kernels")]
+    facts = known or LaunchFacts()
+    if not ranges:
+        return facts
+    r = max(ranges, key=lambda r: r.get("gpu_busy_ns") or 0)
+    n = max(int(r.get("instances") or 1), 1)
+    facts.launches = round(r["kernels"] / n)
+    facts.wall_ns = (r.get("gpu_span_ns") or 0) / n or facts.wall_ns
+    facts.gpu_busy_ns = (r.get("gpu_busy_ns") or 0) / n
+    facts.mean_gap_ns = r.get("gap_avg_ns") or facts.mean_gap_ns
+    return facts
+
+
+def _problem(kind: str, why: str, run_dir: str) -> Problem:
+    return Problem(
+        f"{kind}-failed",
+        f"the {kind} step gave no result: {why}",
+        f"see its log in {run_dir}; run `python -m workbench {kind} NAME` alone to see it whole",
+        source="tool",
+    )

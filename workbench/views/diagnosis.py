@@ -1,0 +1,115 @@
+"""A diagnosis as text: the roofline first, findings ranked with evidence, fix and how to try it,
+the routing advice, agreement with Nsight Compute, what was not gathered; a trial side by side.
+The CLI prints these lines and the TUI's Diagnosis tab shows the same rows."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from workbench.diagnosis.facts import Diagnosis
+from workbench.diagnosis.finding import Finding
+from workbench.loop.trial import Trial
+from workbench.views.text import fmt, table
+
+FINDING_HEADERS = ("#", "severity", "gain", "finding", "where")
+EVIDENCE_SKIP = ("alternatives", "configs", "launch", "kernel", "hot_line", "message")
+"""Evidence keys shown elsewhere (alternatives get their own table) or too long for one line."""
+
+
+def finding_rows(findings: list[Finding]) -> list[tuple[str, ...]]:
+    return [
+        (str(i), f.severity, gain_text(f.gain), f"{f.id}: {f.title}", where(f))
+        for i, f in enumerate(findings, 1)
+    ]
+
+
+def gain_text(gain: float | None) -> str:
+    return "-" if gain is None else f"{gain:.0%}"
+
+
+def where(f: Finding) -> str:
+    if not f.file:
+        return str(f.evidence.get("config") or "")
+    return f"{os.path.basename(f.file)}:{f.line}" if f.line else os.path.basename(f.file)
+
+
+def evidence_text(evidence: dict[str, Any]) -> str:
+    parts = [
+        f"{k}={fmt(v)}"
+        for k, v in evidence.items()
+        if k not in EVIDENCE_SKIP and v is not None and not isinstance(v, (dict, list))
+    ]
+    return ", ".join(parts)
+
+
+def alternatives_table(f: Finding) -> str | None:
+    alts = f.evidence.get("alternatives") or []
+    if not alts:
+        return None
+    rows = [
+        (a.get("label", ""), fmt(a.get("regs")), fmt(a.get("spill_bytes")), fmt(a.get("ms")))
+        for a in alts
+    ]
+    return table(("config", "regs", "spill B", "ms"), rows)
+
+
+def roofline_text(roofline: dict | None) -> str:
+    if not roofline:
+        return "roofline: not placed (no timing or ncu throughput)"
+    text = roofline.get("text") or roofline.get("summary")
+    if text:
+        return f"roofline: {text}"
+    return "roofline: " + ", ".join(f"{k} {fmt(v)}" for k, v in roofline.items())
+
+
+def diagnosis_text(d: Diagnosis, name: str, paths: list[str]) -> str:
+    lines = [roofline_text(d.roofline), ""]
+    if not d.findings:
+        lines.append("no findings")
+    else:
+        lines.append(table(FINDING_HEADERS, finding_rows(d.findings)))
+        extra = "".join(f" --path {p}" for p in paths)
+        for i, f in enumerate(d.findings, 1):
+            if f.severity == "info":
+                continue
+            lines += ["", f"{i}. [{f.severity}] {f.id}: {f.title}"]
+            if ev := evidence_text(f.evidence):
+                lines.append(f"   evidence: {ev}")
+            if f.fix:
+                lines.append(f"   fix: {f.fix}")
+            if alts := alternatives_table(f):
+                lines.append("   " + alts.replace("\n", "\n   "))
+            if f.fix_id:
+                lines.append(f"   try it: python -m workbench diagnose {name} --try {f.id}{extra}")
+    if d.routing:
+        lines += ["", f"routing: {d.routing}"]
+    if d.agreement:
+        rows = [
+            (a.get("ours") or "-", a.get("ncu") or "-", a.get("verdict", ""), a.get("why", ""))
+            for a in d.agreement
+        ]
+        lines += ["", "beside Nsight Compute's rules:", table(("ours", "ncu", "", "why"), rows)]
+    if d.missing:
+        lines += ["", "not gathered: " + "; ".join(f"{k} ({v})" for k, v in d.missing.items())]
+    return "\n".join(lines)
+
+
+def trial_text(t: Trial) -> str:
+    rows = [("before", t.before.label, fmt(t.before.ms, 4), _yes(t.before.correct))]
+    if t.after:
+        rows.append(("after", t.after.label, fmt(t.after.ms, 4), _yes(t.after.correct)))
+    head = f"tried {t.fix_id} for {t.finding} at {'x'.join(map(str, t.shape or []))} {t.dtype}"
+    lines = [head + (f" on {t.gpu}" if t.gpu else ""), table(("", "run", "ms", "correct"), rows)]
+    if t.speedup is not None:
+        lines.append(f"speed-up {t.speedup:.2f}x; kept: {(t.kept or t.before).label}")
+    else:
+        lines.append(f"no correct candidate was faster; kept: {t.before.label}")
+    failed = [c for c in t.candidates if c.get("status") not in ("ok", None)]
+    for c in failed:
+        lines.append(f"  {c['label']}: {c['status']} {c.get('why') or ''}".rstrip())
+    return "\n".join(lines)
+
+
+def _yes(flag: bool | None) -> str:
+    return "-" if flag is None else "yes" if flag else "NO"
