@@ -230,3 +230,13 @@ async def test_sweep_pane_shows_live_rows_and_a_finished_sweep(three_name):
         assert pane.query_one(DataTable).row_count == 3
         snippet = str(pane.query_one("#sweep-notes", Static).render())
         assert "triton.Config({'BLOCK': 1024}, num_warps=8, num_stages=3)" in snippet
+
+
+def test_configs_the_kernels_own_prune_drops_are_shown_pruned_not_compiled():
+    path = str(FIXTURES / "sweep_pruned.py")
+    out = cli("sweep", "sweep_pruned", "--path", path, "--json", env={"WORKBENCH_DEVICE": "cpu"})
+    rows = {r["values"]["BLOCK"]: r for r in json.loads(out.stdout)["result"]["rows"]}
+    assert out.returncode == 0, out.stderr
+    assert rows[4096]["status"] == "pruned" and "prune_configs_by" in rows[4096]["reason"]
+    assert rows[4096]["resources"] is None  # never compiled
+    assert rows[256]["status"] == rows[512]["status"] == "static"

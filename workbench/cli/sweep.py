@@ -151,5 +151,7 @@ def show(result: dict, paths: list[str]) -> None:
     if chosen.get("configs"):
         print(f"\nsmallest set within 5% of each shape's best ({len(chosen['configs'])}):")
         print(autotune_snippet(chosen["configs"]))
+    for note in result.get("notes") or []:
+        print(f"note: {note}")
     t = result.get("timings") or {}
     print("\ntimings: " + ", ".join(f"{k} {v}" for k, v in t.items()))

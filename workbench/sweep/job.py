@@ -104,11 +104,21 @@ class Sweep:
         if shard:
             configs = configs[shard[0] :: shard[1]]
         text = shape_text(shape)
+        dropped, note = (
+            _tuner_prunes(tuner, base, configs)
+            if self.params.get("space") in (None, "own")
+            else ({}, "")
+        )
+        if note:
+            self.result.setdefault("notes", []).append(note)
         todo = []
         for values in configs:
             prior = self.done.get((text, space.key(values)))
             if prior is not None:
                 self._add(prior)
+            elif space.key(values) in dropped:
+                why = dropped[space.key(values)]
+                self._add({**_row(shape, values), "status": "pruned", "reason": why})
             else:
                 todo.append(values)
         total = len(configs)
@@ -313,14 +323,39 @@ def _configs(name: str, tuner: Any, base: Launch) -> list[Values]:
                 f"{base.name} has no @triton.autotune configs of its own",
                 "use --space auto (generated from its tile parameters) or --space FILE",
             )
-        return [
-            space.config_values(c.kwargs, **{k: getattr(c, k, None) for k in OPTION_NAMES})
-            for c in tuner.configs
-        ]
+        return [_values_of(c) for c in tuner.configs]
     if name in ("auto", "neighbours"):
         base_values = _configs("own", tuner, base)[0] if tuner is not None else _launch_values(base)
         return space.generate(base_values) if name == "auto" else space.neighbours(base_values)
     return space.from_file(name)
+
+
+def _tuner_prunes(tuner: Any, base: Launch, configs: list[Values]) -> tuple[dict[str, str], str]:
+    """(label -> why, note): the configs the kernel's own `prune_configs_by` (early_config_prune,
+    perf_model with top_k) drops for these arguments, since Triton would never run them here;
+    the note says when the hook could not run (one that needs a GPU, say) and all were kept."""
+    if tuner is None or not (tuner.early_config_prune or tuner.perf_model):
+        return {}, ""
+    names = list(tuner.arg_names)
+    nargs = {
+        **dict(zip(names, base.args)),
+        **{k: base.kwargs[k] for k in names if k in base.kwargs},
+    }
+    saved = getattr(tuner, "nargs", None)
+    tuner.nargs = nargs  # what Autotuner.run sets before it prunes
+    try:
+        kept = {space.key(_values_of(c)) for c in tuner.prune_configs({})}
+    except Exception as exc:  # noqa: BLE001 - the hook failed here: sweep every config
+        return {}, f"prune_configs_by raised {type(exc).__name__}: {exc}; every config swept"
+    finally:
+        tuner.nargs = saved
+    why = "dropped by the kernel's prune_configs_by for these arguments"
+    return {space.key(v): why for v in configs if space.key(v) not in kept}, ""
+
+
+def _values_of(config: Any) -> Values:
+    """A triton.Config as one flat dict of constexprs and the options it sets."""
+    return space.config_values(config.kwargs, **{k: getattr(config, k, None) for k in OPTION_NAMES})
 
 
 def _launch_values(launch: Launch) -> Values:
