@@ -59,7 +59,8 @@ def test_softmax_bank_conflicts_are_below_the_threshold(reports):
     assert ratios["ld"] == pytest.approx(19_079 / 1_133_191)  # 1.7 % of wavefronts
     assert ratios["st"] == pytest.approx(23_122 / 1_137_234)  # 2.0 %
     assert "smem-bank-conflicts" not in _by_id(reports["softmax"])
-    assert reports["softmax"]["findings"] == []
+    # at DRAM peak, its long_scoreboard stalls are the bus at work: info, not a problem
+    assert {f["severity"] for f in reports["softmax"]["findings"]} == {"info"}
 
 
 def test_bank_conflicts_at_the_threshold_are_a_finding(reports):
@@ -78,11 +79,14 @@ def test_bank_conflicts_at_the_threshold_are_a_finding(reports):
 
 def test_occupancy_findings(reports):
     spill = _by_id(reports["spill"])
-    low, gap = spill["low-occupancy"], spill["occupancy-gap"]
+    low, grid = spill["low-occupancy"], spill["grid-too-small"]
     assert "6.2%" in low["title"] and "registers" in low["title"]
     assert low["evidence"]["occupancy_limits"]["registers"] == 2
-    assert "32 blocks" in gap["title"] and "0.12" in gap["title"]
-    assert "split-K" in gap["fix"]
+    # the gap between 6.2 % achieved and 12.5 % theoretical is the grid: 32 programs, 132 SMs
+    assert "occupancy-gap" not in spill
+    assert "32 programs" in grid["title"] and "100 of 132 SMs" in grid["title"]
+    assert grid["evidence"]["idle"] == pytest.approx(1 - 32 / 132, abs=1e-3)
+    assert "split-K" in grid["fix"]
     # 85 % of a 100 % theoretical at 90 % of DRAM bandwidth: no finding of ours
     assert not {"low-occupancy", "occupancy-gap"} & set(_by_id(reports["vector_add"]))
     assert not {"low-occupancy", "occupancy-gap"} & set(_by_id(reports["softmax"]))
@@ -95,7 +99,9 @@ def test_the_rule_with_the_largest_estimated_speedup_is_named(reports):
     assert rule["evidence"]["agrees_with"] == "low-occupancy"
     assert "registers" in rule["fix"]
     add = _by_id(reports["vector_add"])["ncu-rule"]
-    assert add["evidence"]["rule"] == "AchievedOccupancy" and add["severity"] == "medium"
+    # rated 15 % by NVIDIA, but the launch moves DRAM at its peak: more warps cannot help
+    assert add["evidence"]["rule"] == "AchievedOccupancy" and add["severity"] == "info"
+    assert "copy bandwidth: little left" in add["evidence"]["demoted"]
     assert (
         "@url" not in add["evidence"]["message"]
         and "CUDA Best Practices Guide" in (add["evidence"]["message"])
@@ -119,7 +125,7 @@ def test_views_rows(reports):
     assert [r[1] for r in rules[:2]] == ["TheoreticalOccupancy", "LaunchConfiguration"]
     lines = views.hot_line_rows(reports["spill"])
     assert lines[0][1] == "pitfall_spill.py:47" and lines[0][3] == "long_scoreboard 273"
-    assert views.measured_finding_lines(reports["softmax"]) == views.NO_MEASURED_FINDINGS
+    assert views.measured_finding_lines(reports["softmax"]).startswith("[info] stall-dominant")
 
 
 def test_import_json_carries_findings_and_is_stored(_reports):

@@ -1,7 +1,15 @@
-"""Diagnosis: the one place findings are made, static (resources, IR, source) and measured (ncu).
+"""Diagnosis: the one place findings are made, from every kind of fact about a kernel.
 
-May import ir (its resources and line maps, as data) and runtime; the jobs and commands that make
-results call `diagnose_compile` and `diagnose_profile`; views only read the findings.
+The pitfall table is data (`pitfalls`); detectors registered per row (`registry`) read `Facts`:
+static (`static`: resources, IR, source, run by the IR job through `diagnose_compile`), dynamic
+(`dynamic`, `errors`: the check), measured (`measured`: ncu; `launch`: nsys and CUDA-graph
+timing; `roofline`: the bench), configs (`configs`: spill-free neighbours) and the autotune
+cache (`autotune`). `diagnose` runs them all, joins what one problem shows in several facts,
+places the kernel on the roofline, ranks by severity and gain (`rank`), routes (`routing`) and
+sets our findings beside Nsight Compute's rules (`agreement`). Pure: no torch, no triton.
+
+May import ir (its resources and line maps, as data), check, bench and profilers results, and
+runtime; the jobs and `workbench.loop` call it; views only read the findings.
 """
 
 from __future__ import annotations
@@ -10,13 +18,38 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbench.diagnosis import measured, static
+from workbench.diagnosis import (
+    agreement,
+    autotune,
+    configs,
+    dynamic,
+    errors,
+    launch,
+    measured,
+    rank,
+    roofline,
+    routing,
+    static,
+)
+from workbench.diagnosis.facts import Diagnosis, Facts
 from workbench.diagnosis.finding import Finding
+from workbench.diagnosis.registry import detectors
 from workbench.diagnosis.static import irregular_shapes
 from workbench.ir.linemap import Key, StageMap
 from workbench.ir.resources import Resources
 
-__all__ = ["Compiled", "Finding", "diagnose_compile", "diagnose_profile", "irregular_shapes"]
+__all__ = [
+    "Compiled",
+    "Diagnosis",
+    "Facts",
+    "Finding",
+    "diagnose",
+    "diagnose_compile",
+    "diagnose_profile",
+    "irregular_shapes",
+]
+DETECTOR_MODULES = (autotune, configs, dynamic, errors, launch, measured, roofline, static)
+"""The modules whose detectors register themselves on import."""
 
 
 @dataclass(frozen=True)
@@ -43,9 +76,9 @@ def diagnose_compile(
     (constexpr block sizes) and in the launcher (host syncs); (source, file, first line) each."""
     found: list[Finding] = []
     for c in compiled:
-        for detect in (static.spill_finding, static.occupancy_finding):
-            if (f := detect(c.resources, c.label, c.where)) is not None:
-                found.append(f)
+        spill = static.spill_finding(c.resources, c.label, c.where)
+        low = static.occupancy_finding(c.resources, c.label, c.where, "tt.dot" in c.ttir)
+        found += [f for f in (spill, low) if f is not None]
         irregular = _irregular_for(shapes, c.values)
         found += static.ir_findings(c.ttir, c.ttir_map, c.label, irregular)
     for source, file, first_line in kernel_sources:
@@ -59,6 +92,23 @@ def diagnose_profile(summary: dict) -> dict:
     if summary.get("tool") != "ncu" or "findings" in summary:
         return summary
     return {**summary, "findings": [f.to_dict() for f in measured.measured(summary)]}
+
+
+def diagnose(facts: Facts) -> Diagnosis:
+    """Every detector over the facts; one finding per problem, weighed against the roofline and
+    ranked by severity then gain; the routing advice and the agreement with Nsight Compute."""
+    found = [f for detect in detectors() for f in detect(facts)]
+    placed = roofline.place(facts)
+    joined = rank.join(found, measured.RULE_PEERS)
+    ranked = rank.rank(rank.apply_roofline(joined, placed))
+    return Diagnosis(
+        kernel=facts.kernel,
+        findings=ranked,
+        roofline=placed.to_dict() if placed else None,
+        routing=routing.advice(facts, placed),
+        agreement=agreement.table(facts, ranked, placed),
+        missing=dict(facts.missing),
+    )
 
 
 def _irregular_for(shapes: list[tuple[int, ...]], values: dict[str, Any]) -> list[tuple[int, ...]]:

@@ -3,89 +3,68 @@
 The input is one kernel entry of an ncu summary (`profilers.summary.ncu_dict`: plain JSON, base
 units, with its `rules` and `hot_lines`); the output is `Finding` records, the same ones the static
 findings use, so a spill measured by ncu and one read from the cubin look alike. Pure functions
-of that data: no I/O, no pandas. Ids: register-spill, smem-bank-conflicts, low-occupancy,
-occupancy-gap (pitfall rows), and ncu-rule (NVIDIA's own rule with the largest estimated gain).
+of that data: no I/O, no pandas. Ids, thresholds and fixes are the pitfall table's rows:
+register-spill, smem-bank-conflicts, low-occupancy, occupancy-gap, grid-too-small,
+stall-dominant, uncoalesced-access, and ncu-rule (NVIDIA's own rule with the largest estimated
+gain, when none of ours says the same).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Collection
+from dataclasses import replace
 
+from workbench.diagnosis import rank, roofline
+from workbench.diagnosis.facts import Facts
 from workbench.diagnosis.finding import SEVERITIES, Finding
-from workbench.diagnosis.static import OCCUPANCY_FLOOR
+from workbench.diagnosis.pitfalls import OCCUPANCY_RULES, fix_text, limit
+from workbench.diagnosis.registry import detector
 
-SPILL_FIX = (
-    "cut live registers: a smaller tile or fewer accumulators per program, spread the tile over "
-    "more warps (num_warps), fewer num_stages, or cap registers with maxnreg"
+BANK_CONFLICT_RATIO = limit("smem-bank-conflicts", "ratio")
+OCCUPANCY_FLOOR = limit("low-occupancy", "floor")
+ACHIEVED_FLOOR = limit("low-occupancy", "achieved_floor")
+LATENCY_BOUND = limit("low-occupancy", "latency_bound")
+GAP_FRACTION = limit("occupancy-gap", "fraction")
+GRID_IDLE = limit("grid-too-small", "idle")
+STALL_SHARE = limit("stall-dominant", "share")
+EXCESS_SECTORS = limit("uncoalesced-access", "excess")
+ORDER = (
+    "register-spill",
+    "smem-bank-conflicts",
+    "uncoalesced-access",
+    "grid-too-small",
+    "low-occupancy",
+    "occupancy-gap",
+    "stall-dominant",
+    "ncu-rule",
 )
-BANK_CONFLICT_FIX = (
-    "Triton swizzles the shared memory behind tl.dot itself; conflicts come from reductions and "
-    "custom scratch layouts: pad the row stride or reduce along the contiguous axis"
-)
-BANK_CONFLICT_RATIO = 0.10
-"""Conflicts per shared wavefront (loads and stores apart) at which a finding is raised.
-
-It is the threshold of NVIDIA's SharedMemoryConflicts rule, so the two agree. Each conflict is
-one extra wavefront, so the ratio is the share of shared-memory cycles lost to replays. "> 0"
-would flag every Triton reduction: the aggregate counters also count conflicts the source view
-sees no excess for (the softmax fixture: 1.7 % / 2.0 %, zero excessive wavefronts per line).
-"""
-ACHIEVED_FLOOR = 25.0
-"""Achieved occupancy (%) under which the pitfall table calls occupancy low (register spill row)."""
-GAP_FRACTION = 2 / 3
-"""A gap is raised when fewer than this share of the theoretical warps are resident on average.
-
-NVIDIA's AchievedOccupancy rule fires at a 10-point gap, which also flags a memory-bound
-kernel at 85 % of a 100 % theoretical (the vector_add fixture, at 90 % of DRAM bandwidth); that
-rule still shows among ncu's rules. A third of the warps missing is the size of gap that a grid
-smaller than the GPU or a heavy tail wave makes, and a relative measure also works for launches
-whose theoretical occupancy is low to begin with (12.5 % for the spill fixture).
-"""
-LATENCY_BOUND = 60.0
-"""SM and memory throughput (% of peak) both under this: latency-bound (NVIDIA's SOLBottleneck),
-the case where more resident warps pay off."""
-
-OCCUPANCY_FIX = {
-    "registers": "fewer registers per thread: a smaller tile per warp, more warps, or maxnreg",
-    "shared memory": "less shared memory per block: fewer num_stages or smaller BLOCK_K tiles",
-    "warps": "fewer warps per block so more blocks fit (num_warps)",
-    "blocks": "more warps per block: the SM's block slots run out first",
-    "barriers": "more warps per block: the SM's barrier slots run out first",
-}
-RULE_FIXES: dict[str, str] = {
-    "LaunchConfiguration": "launch more programs: smaller BLOCK sizes or a split reduction "
-    "(split-K) so the grid covers every SM at least once",
-    "AchievedOccupancy": "even out the work per program, or use a persistent grid (one program "
-    "per SM looping over tiles) so no tail wave idles",
-    "IssueSlotUtilization": "hide latency: more resident warps, more num_stages to pipeline the "
-    "loads, fewer dependent loads per iteration",
-    "CPIStall": "hide latency: more resident warps, more num_stages to pipeline the loads; "
-    "local-memory stalls are spills (cut registers)",
-    "MemoryCacheAccessPattern": "make the fastest-moving index the contiguous one in "
-    "tl.load/tl.store; local-memory traffic here is register spill: cut registers",
-    "UncoalescedGlobalAccess": "make the fastest-moving index the contiguous one (stride 1) in "
-    "tl.load/tl.store, or transpose the operand once beforehand",
-    "UncoalescedSharedAccess": BANK_CONFLICT_FIX,
-    "SharedMemoryConflicts": BANK_CONFLICT_FIX,
-    "ThreadDivergence": "keep branches uniform per warp: use tl.where over masks instead of "
-    "data-dependent control flow",
-}
-ORDER = ("register-spill", "smem-bank-conflicts", "low-occupancy", "occupancy-gap", "ncu-rule")
 RULE_PEERS = {
     "TheoreticalOccupancy": "low-occupancy",
     "AchievedOccupancy": "occupancy-gap",
-    "LaunchConfiguration": "occupancy-gap",
+    "LaunchConfiguration": "grid-too-small",
+    "SOLBottleneck": "grid-too-small",
     "SharedMemoryConflicts": "smem-bank-conflicts",
+    "UncoalescedSharedAccess": "smem-bank-conflicts",
+    "UncoalescedGlobalAccess": "uncoalesced-access",
     "MemoryCacheAccessPattern": "register-spill",
+    "CPIStall": "stall-dominant",
+    "IssueSlotUtilization": "stall-dominant",
 }
 """NVIDIA's rules that say what one of our findings says (when both fire, they agree)."""
+STALL_PREFIX = "smsp__pcsamp_warps_issue_stalled_"
+NOT_STALLS = ("selected", "not_selected")
+"""Sampled states that are not stalls: issuing, and eligible but not picked."""
 _LINK = re.compile(r"@(?:section|url):([^:@]+)(?::[^@]*)?@")
 
 
 def measured(summary: dict) -> list[Finding]:
-    """Findings for every launch of an ncu summary, most severe first."""
-    found = [f for k in summary.get("kernels", []) for f in kernel_findings(k)]
+    """Findings for every launch of an ncu summary, each weighed against that launch's own
+    place on the roofline (ncu's throughput), most severe first."""
+    found = []
+    for k in summary.get("kernels", []):
+        found += rank.apply_roofline(kernel_findings(k), roofline.from_ncu(k))
     severity = {s: i for i, s in enumerate(SEVERITIES)}
     return sorted(
         found,
@@ -93,11 +72,44 @@ def measured(summary: dict) -> list[Finding]:
     )
 
 
-def kernel_findings(k: dict) -> list[Finding]:
-    checks = (spill_finding, bank_conflict_finding, low_occupancy_finding, occupancy_gap_finding)
-    found = [f for check in checks if (f := check(k)) is not None]
+def kernel_findings(k: dict, uses_dot: bool = False) -> list[Finding]:
+    """One launch's findings; `uses_dot` (or a hot line calling tl.dot) marks a tile kernel."""
+    tile = uses_dot or _calls_dot(k)
+    found = [
+        f
+        for f in (
+            spill_finding(k),
+            bank_conflict_finding(k),
+            uncoalesced_finding(k),
+            grid_finding(k),
+            low_occupancy_finding(k, tile),
+            occupancy_gap_finding(k),
+            stall_finding(k),
+        )
+        if f is not None
+    ]
     rule = top_rule_finding(k, {f.id for f in found})
     return found + ([rule] if rule else [])
+
+
+@detector(
+    "register-spill",
+    "smem-bank-conflicts",
+    "uncoalesced-access",
+    "grid-too-small",
+    "low-occupancy",
+    "occupancy-gap",
+    "stall-dominant",
+    "ncu-rule",
+)
+def ncu_findings(facts: Facts) -> list[Finding]:
+    """Every launch of the facts' ncu summary."""
+    if not facts.ncu or facts.ncu.get("tool") != "ncu":
+        return []
+    tile = any(f.evidence.get("uses_dot") for f in facts.compile_findings)
+    return [
+        _sourced(f, "ncu") for k in facts.ncu.get("kernels", []) for f in kernel_findings(k, tile)
+    ]
 
 
 # ---- register spill ----------------------------------------------------------------------------
@@ -131,9 +143,10 @@ def spill_finding(k: dict) -> Finding | None:
         f"({regs} registers/thread)",
         severity="high",
         evidence=evidence,
-        fix=SPILL_FIX,
+        fix=fix_text("register-spill"),
         file=line["file"] if line else None,
         line=line["line"] if line else None,
+        gain=_rule_gain(k, "MemoryCacheAccessPattern"),
     )
 
 
@@ -174,9 +187,10 @@ def bank_conflict_finding(k: dict) -> Finding | None:
         title=f"shared-memory bank conflicts on {ops}: {share}",
         severity="low" if worst is None else "high" if worst >= 0.5 else "medium",
         evidence=evidence,
-        fix=BANK_CONFLICT_FIX,
+        fix=fix_text("smem-bank-conflicts"),
         file=line["file"] if line else None,
         line=line["line"] if line else None,
+        gain=_rule_gain(k, "SharedMemoryConflicts"),
     )
 
 
@@ -199,47 +213,104 @@ def _shared_excess(h: dict) -> float:
     )
 
 
-# ---- occupancy ---------------------------------------------------------------------------------
+# ---- occupancy and the grid --------------------------------------------------------------------
 
 
-def low_occupancy_finding(k: dict) -> Finding | None:
+def low_occupancy_finding(k: dict, uses_dot: bool = False) -> Finding | None:
     """Few warps resident because the launch's resources allow few (theoretical is low too);
-    a launch that could hold more but does not is an occupancy gap instead."""
+    a launch that could hold more but does not is an occupancy gap instead. A tl.dot tile kernel
+    that gets the occupancy its tile asks for is info: one big tile per SM is its design."""
     theoretical, achieved = k.get("theoretical_occupancy_pct"), k.get("achieved_occupancy_pct")
     if theoretical is None or achieved is None:
         return None
     if achieved >= ACHIEVED_FLOOR or theoretical >= OCCUPANCY_FLOOR:
         return None
     limiter = k.get("occupancy_limiter") or "unknown"
-    fixes = [OCCUPANCY_FIX[part] for part in limiter.split(", ") if part in OCCUPANCY_FIX]
+    fixes = [fix_text("low-occupancy", variant=p) for p in limiter.split(", ")]
+    evidence = _occupancy_evidence(k) | {"uses_dot": uses_dot}
+    by_design = uses_dot and achieved >= GAP_FRACTION * theoretical
+    if by_design:
+        evidence["why_info"] = (
+            "a tl.dot tile kernel at the occupancy its tile asks for: its pipeline "
+            "(num_stages), not resident warps, hides the latency"
+        )
     return Finding(
         id="low-occupancy",
         title=f"achieved occupancy {achieved:.1f}%: the launch allows only {theoretical:g}% "
         f"(limited by {limiter})",
-        severity=_occupancy_severity(k),
-        evidence=_occupancy_evidence(k),
-        fix="; or ".join(fixes) or "raise the per-SM limit that binds first",
+        severity="info" if by_design else _occupancy_severity(k),
+        evidence=evidence,
+        fix="; or ".join(dict.fromkeys(fixes)) or fix_text("low-occupancy"),
+        gain=None if by_design else _rule_gain(k, "TheoreticalOccupancy"),
     )
 
 
 def occupancy_gap_finding(k: dict) -> Finding | None:
+    """Fewer warps resident than the launch allows, when the grid fills the GPU (a grid that
+    does not is grid-too-small's)."""
     theoretical, achieved = k.get("theoretical_occupancy_pct"), k.get("achieved_occupancy_pct")
     if not theoretical or achieved is None or achieved >= GAP_FRACTION * theoretical:
         return None
-    waves = k.get("waves_per_sm")
-    grid = _count(k.get("grid_size"))
-    if waves is not None and waves < 1:
-        cause = f"the grid ({grid} blocks) fills {waves:.2f} of one wave"
-        fix = RULE_FIXES["LaunchConfiguration"]
-    else:
-        cause = "a partial last wave or uneven work per program"
-        fix = RULE_FIXES["AchievedOccupancy"]
+    fill = grid_fill(k)
+    if fill is not None and fill["programs"] < fill["sms"]:
+        return None
     return Finding(
         id="occupancy-gap",
-        title=f"achieved occupancy {achieved:.1f}% of a theoretical {theoretical:g}%: {cause}",
+        title=f"achieved occupancy {achieved:.1f}% of a theoretical {theoretical:g}%: uneven "
+        "work per program or a partial last wave",
         severity=_occupancy_severity(k),
-        evidence=_occupancy_evidence(k),
+        evidence=_occupancy_evidence(k) | {"threshold": round(GAP_FRACTION, 3)},
+        fix=fix_text("occupancy-gap"),
+        gain=_rule_gain(k, "AchievedOccupancy"),
+    )
+
+
+def grid_fill(k: dict) -> dict | None:
+    """How the launch's programs spread over the SMs: each SM runs its share one after another
+    (programs of equal length), so the SM time left idle is 1 - programs / (SMs x the most
+    programs one SM runs). The SM count is the programs one wave holds over programs per SM."""
+    grid, waves = k.get("grid_size"), k.get("waves_per_sm")
+    limits = k.get("occupancy_limits") or {}
+    per_sm = min(limits.values()) if limits else None
+    if not grid or not waves or not per_sm:
+        return None
+    sms = round(grid / waves / per_sm)
+    if sms <= 0:
+        return None
+    most = math.ceil(grid / sms)
+    return {
+        "programs": round(grid),
+        "sms": sms,
+        "programs_per_sm": round(per_sm),
+        "waves": round(waves, 3),
+        "idle": 1.0 - grid / (sms * most),
+    }
+
+
+def grid_finding(k: dict) -> Finding | None:
+    fill = grid_fill(k)
+    if fill is None or fill["idle"] < GRID_IDLE:
+        return None
+    evidence = _base(k) | fill | {"idle": round(fill["idle"], 3), "threshold": GRID_IDLE}
+    if fill["programs"] < fill["sms"]:
+        title = (
+            f"the grid ({fill['programs']} programs) leaves {fill['sms'] - fill['programs']} of "
+            f"{fill['sms']} SMs idle"
+        )
+        fix = fix_text("grid-too-small", evidence)
+    else:
+        title = (
+            f"tail wave: {fill['programs']} programs on {fill['sms']} SMs leave "
+            f"{fill['idle']:.0%} of the SM time idle in the last wave"
+        )
+        fix = fix_text("grid-too-small", evidence, variant="tail")
+    return Finding(
+        id="grid-too-small",
+        title=title,
+        severity="high" if fill["idle"] >= 0.5 else "medium",
+        evidence=evidence,
         fix=fix,
+        gain=_rule_gain(k, "LaunchConfiguration") or fill["idle"],
     )
 
 
@@ -266,6 +337,89 @@ def _occupancy_evidence(k: dict) -> dict:
     return _base(k) | {key: k.get(key) for key in keys}
 
 
+# ---- stalls and coalescing ---------------------------------------------------------------------
+
+
+def stall_shares(k: dict) -> dict[str, float]:
+    """Sampled warp stalls per reason over the hot lines, as shares of all stalls."""
+    counts: dict[str, float] = {}
+    for h in k.get("hot_lines", []):
+        for key, value in h.items():
+            if key.startswith(STALL_PREFIX) and not key.endswith("_not_issued"):
+                reason = key[len(STALL_PREFIX) :]
+                if reason not in NOT_STALLS:
+                    counts[reason] = counts.get(reason, 0.0) + _num(value)
+    total = sum(counts.values())
+    return {r: c / total for r, c in counts.items()} if total else {}
+
+
+def stall_finding(k: dict) -> Finding | None:
+    shares = stall_shares(k)
+    if not shares:
+        return None
+    reason, share = max(shares.items(), key=lambda s: s[1])
+    if share < STALL_SHARE:
+        return None
+    line = _top_line(k, lambda h: _num(h.get(STALL_PREFIX + reason)))
+    evidence = _base(k) | {
+        "reason": reason,
+        "share": round(share, 3),
+        "threshold": STALL_SHARE,
+        "sm_throughput_pct": k.get("sm_throughput_pct"),
+        "memory_throughput_pct": k.get("memory_throughput_pct"),
+    }
+    if line:
+        evidence["hot_line"] = line
+    latency = _occupancy_severity(k) == "high"
+    return Finding(
+        id="stall-dominant",
+        title=f"{share:.0%} of sampled warp stalls are {reason}",
+        severity="medium" if latency else "low",
+        evidence=evidence,
+        fix=fix_text("stall-dominant", evidence, variant=reason),
+        file=line["file"] if line else None,
+        line=line["line"] if line else None,
+        gain=_rule_gain(k, "CPIStall") or _rule_gain(k, "IssueSlotUtilization"),
+    )
+
+
+def uncoalesced_finding(k: dict) -> Finding | None:
+    """Global sectors moved beyond the ideal ones, over the kernel's hot lines."""
+    lines = [h for h in k.get("hot_lines", []) if h.get("origin", "kernel") == "kernel"]
+    ideal = sum(_num(h.get("memory_l2_theoretical_sectors_global_ideal")) for h in lines)
+    moved = sum(_num(h.get("memory_l2_theoretical_sectors_global")) for h in lines)
+    if ideal <= 0 or (moved - ideal) / ideal < EXCESS_SECTORS:
+        return None
+    excess = (moved - ideal) / ideal
+    line = _top_line(
+        k,
+        lambda h: (
+            _num(h.get("memory_l2_theoretical_sectors_global"))
+            - _num(h.get("memory_l2_theoretical_sectors_global_ideal"))
+        ),
+    )
+    evidence = _base(k) | {
+        "sectors": round(moved),
+        "ideal_sectors": round(ideal),
+        "excess": round(excess, 3),
+        "threshold": EXCESS_SECTORS,
+        "line": line["line"] if line else None,
+    }
+    if line:
+        evidence["hot_line"] = line
+    return Finding(
+        id="uncoalesced-access",
+        title=f"global accesses move {1 + excess:.1f}x the sectors they need: neighbouring "
+        "lanes read far-apart addresses",
+        severity="high" if excess >= 1.0 else "medium",
+        evidence=evidence,
+        fix=fix_text("uncoalesced-access", evidence),
+        file=line["file"] if line else None,
+        line=line["line"] if line else None,
+        gain=_rule_gain(k, "UncoalescedGlobalAccess") or excess / (1.0 + excess),
+    )
+
+
 # ---- NVIDIA's rules ----------------------------------------------------------------------------
 
 
@@ -277,10 +431,9 @@ def top_rule_finding(k: dict, ours: Collection[str] = ()) -> Finding | None:
         return None
     r = max(rules, key=lambda r: r["speedup_pct"])
     gain = r["speedup_pct"]
-    fix = RULE_FIXES.get(r["rule"], "")
-    if r["rule"] == "TheoreticalOccupancy":
-        limiter = (k.get("occupancy_limiter") or "").split(", ")[0]
-        fix = OCCUPANCY_FIX.get(limiter, "raise the per-SM limit that binds first")
+    variant = r["rule"]
+    if variant == "TheoreticalOccupancy":
+        variant += ":" + (k.get("occupancy_limiter") or "").split(", ")[0]
     message = clean_message(r.get("message") or "")
     evidence = _base(k) | {
         "rule": r["rule"],
@@ -298,10 +451,16 @@ def top_rule_finding(k: dict, ours: Collection[str] = ()) -> Finding | None:
     return Finding(
         id="ncu-rule",
         title=title,
-        severity="high" if gain >= 50 else "medium" if gain >= 10 else "low",
+        severity="medium" if gain >= limit("ncu-rule", "medium") else "low",
         evidence=evidence,
-        fix=fix or f"ncu: {message}",
+        fix=fix_text("ncu-rule", evidence, variant=variant),
+        gain=gain / 100,
     )
+
+
+def is_occupancy_rule(f: Finding) -> bool:
+    """An ncu-rule finding whose remedy is more resident warps or programs."""
+    return f.id == "ncu-rule" and f.evidence.get("rule") in OCCUPANCY_RULES
 
 
 def clean_message(text: str) -> str:
@@ -321,6 +480,23 @@ def _top_line(k: dict, weight: Callable[[dict], float], origin: str = "kernel") 
         return None
     w, h = max(scored, key=lambda s: s[0])
     return {"file": h["file"], "line": int(h["line"]), "code": h.get("code", ""), "value": w}
+
+
+def _rule_gain(k: dict, rule: str) -> float | None:
+    """NVIDIA's estimated speedup for a rule of this launch, as a share of its time."""
+    pcts = [
+        r["speedup_pct"] for r in k.get("rules", []) if r["rule"] == rule and r.get("speedup_pct")
+    ]
+    return max(pcts) / 100 if pcts else None
+
+
+def _calls_dot(k: dict) -> bool:
+    """A hot line of the kernel calls tl.dot: a tile kernel."""
+    return any("tl.dot(" in (h.get("code") or "") for h in k.get("hot_lines", []))
+
+
+def _sourced(f: Finding, source: str) -> Finding:
+    return replace(f, evidence={**f.evidence, "source": source})
 
 
 def _base(k: dict) -> dict:

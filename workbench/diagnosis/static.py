@@ -1,8 +1,10 @@
 """Static findings: facts read from resources, IR text and kernel source, for the diagnosis.
 
-Every detector is a pure function of text or numbers. Ids follow the pitfall table's rows:
-register-spill, low-occupancy, accumulating-low-precision, fp32-dot-ieee,
-reduction-across-blocks, no-boundary-mask, forgot-constexpr, host-sync.
+Every detector is a pure function of text or numbers. Ids, thresholds and fixes are the pitfall
+table's rows (`diagnosis.pitfalls`): register-spill, low-occupancy, accumulating-low-precision,
+fp32-dot-ieee, reduction-across-blocks, no-boundary-mask, c-integer-division, forgot-constexpr,
+host-sync. The IR job runs them (`diagnose_compile`); `diagnose` reads what it found from
+`Facts.compile_findings`.
 """
 
 from __future__ import annotations
@@ -11,15 +13,18 @@ import ast
 import re
 import textwrap
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
+from workbench.diagnosis.facts import Facts
 from workbench.diagnosis.finding import SEVERITIES, Finding
+from workbench.diagnosis.pitfalls import fix_text, limit
+from workbench.diagnosis.registry import detector
 from workbench.ir.linemap import Key, StageMap
 from workbench.ir.resources import Resources
 
 PER_CONFIG = ("register-spill", "low-occupancy")
 """Findings whose figures differ per config: never merged across configs."""
-OCCUPANCY_FLOOR = 50.0
-"""Theoretical occupancy (%) below which a finding is raised."""
+OCCUPANCY_FLOOR = limit("low-occupancy", "floor")
 
 
 # ---- resources -------------------------------------------------------------------------------
@@ -41,33 +46,29 @@ def spill_finding(res: Resources, config: str, where: Key | None = None) -> Find
             "n_spills": res.n_spills,
             "num_warps": res.num_warps,
         },
-        fix="spread the tile over more warps (num_warps), use a smaller tile or fewer "
-        "accumulators, fewer num_stages, or cap registers with maxnreg",
+        fix=fix_text("register-spill"),
         file=where[0] if where else None,
         line=where[1] if where else None,
     )
 
 
-_OCCUPANCY_FIX = {
-    "registers": "fewer registers per thread: a smaller tile per warp, more warps, or maxnreg",
-    "shared memory": "less shared memory per block: fewer num_stages or smaller BLOCK_K tiles",
-    "warps": "fewer warps per block so more blocks fit (num_warps)",
-    "blocks": "more warps per block: the SM's block slots run out first",
-    "launch": "the block cannot run on this arch: cut registers, shared memory or warps",
-}
-
-
-def occupancy_finding(res: Resources, config: str, where: Key | None = None) -> Finding | None:
+def occupancy_finding(
+    res: Resources, config: str, where: Key | None = None, uses_dot: bool = False
+) -> Finding | None:
+    """Theoretical occupancy under the floor. A number, not a measurement of harm: "info" for a
+    tl.dot tile kernel (one big tile per SM is its design; its pipeline, num_stages, hides the
+    latency), "low" otherwise (worth measuring), "high" when the block cannot launch at all."""
     occ = res.occupancy
     if occ is None or occ.percent >= OCCUPANCY_FLOOR:
         return None
+    severity = "high" if not occ.blocks_per_sm else "info" if uses_dot else "low"
     return Finding(
         id="low-occupancy",
         title=f"cannot launch on {occ.arch}: {occ.reason}"
         if occ.limiter == "launch"
         else f"theoretical occupancy {occ.percent:g}% ({occ.active_warps}/{occ.max_warps} "
         f"warps), limited by {occ.limiter}",
-        severity="medium" if occ.blocks_per_sm else "high",
+        severity=severity,
         evidence={
             "config": config,
             "arch": occ.arch,
@@ -78,8 +79,9 @@ def occupancy_finding(res: Resources, config: str, where: Key | None = None) -> 
             "shared_bytes": res.shared_bytes,
             "num_warps": res.num_warps,
             "reason": occ.reason,
+            "uses_dot": uses_dot,
         },
-        fix=_OCCUPANCY_FIX[occ.limiter],
+        fix=fix_text("low-occupancy", variant=occ.limiter),
         file=where[0] if where else None,
         line=where[1] if where else None,
     )
@@ -94,6 +96,8 @@ _DOT = re.compile(
 _PRECISION = re.compile(r"inputPrecision\s*=\s*(\w+)")
 _ATOMIC = re.compile(r"\btt\.atomic_rmw\s+(\w+),")
 _MEMOP = re.compile(r"\btt\.(load|store)\s+(?P<ops>[^:]*?)\s*:\s*(?P<ty>\S+)")
+_SUB = re.compile(r"^\s*(%[\w.#]+)\s*=\s*arith\.subi\b")
+_SIGNED_DIV = re.compile(r"\barith\.(divsi|remsi)\s+(%[\w.#]+)\s*,")
 
 
 def _element(tensor_type: str) -> str:
@@ -109,10 +113,12 @@ def _operands(text: str) -> list[str]:
 def ir_findings(
     ttir: str, smap: StageMap, config: str, irregular: list[tuple[int, ...]]
 ) -> list[Finding]:
-    """Patterns in TTIR: low-precision or IEEE dots, float atomics, unmasked tensor accesses
-    (reported only when the kernel's shape sets hold irregular shapes)."""
+    """Patterns in TTIR: low-precision or IEEE dots, float atomics, signed division of a
+    difference, unmasked tensor accesses (reported only when the kernel's shape sets hold
+    irregular shapes)."""
     where = {n: key for key, lines in smap.lines.items() for n in lines}
     found: list[Finding] = []
+    differences: set[str] = set()
 
     def add(n: int, id: str, title: str, severity: str, evidence: dict, fix: str) -> None:
         file, line = where.get(n, (None, None))
@@ -120,7 +126,19 @@ def ir_findings(
         found.append(Finding(id, title, severity, evidence, fix, file, line))
 
     for n, line in enumerate(ttir.splitlines(), 1):
-        if m := _DOT.search(line):
+        if m := _SUB.match(line):
+            differences.add(m.group(1))
+        if (m := _SIGNED_DIV.search(line)) and m.group(2) in differences:
+            op = {"divsi": "//", "remsi": "%"}[m.group(1)]
+            add(
+                n,
+                id="c-integer-division",
+                title=f"{op} of a difference, which can be negative: Triton rounds toward zero",
+                severity="info",
+                evidence={"op": op, "ttir": f"arith.{m.group(1)}"},
+                fix=fix_text("c-integer-division"),
+            )
+        elif m := _DOT.search(line):
             a, acc = _element(m.group("a")), _element(m.group("c"))
             precision = (_PRECISION.search(line) or [None, "ieee"])[1]
             if acc in ("f16", "bf16"):
@@ -130,8 +148,17 @@ def ir_findings(
                     title=f"tl.dot accumulates in {acc}",
                     severity="high",
                     evidence={"operand": a, "accumulator": acc},
-                    fix="accumulate in fp32 (tl.zeros(..., dtype=tl.float32) or "
-                    "out_dtype=tl.float32) and cast once at the store",
+                    fix=fix_text("accumulating-low-precision"),
+                )
+            if a == "f32" and precision.startswith("tf32"):
+                add(
+                    n,
+                    id="tf32-mismatch",
+                    title=f"fp32 tl.dot in {precision} (the default): about 1e-3 relative error "
+                    "against an IEEE fp32 reference",
+                    severity="info",
+                    evidence={"operand": a, "input_precision": precision},
+                    fix=fix_text("tf32-mismatch"),
                 )
             if a == "f32" and precision == "ieee":
                 add(
@@ -141,8 +168,7 @@ def ir_findings(
                     "tf32 path",
                     severity="medium",
                     evidence={"operand": a, "input_precision": precision},
-                    fix="use input_precision='tf32' (or 'tf32x3' for more accuracy) where the "
-                    "tolerance allows",
+                    fix=fix_text("fp32-dot-ieee"),
                 )
         elif (m := _ATOMIC.search(line)) and m.group(1) == "fadd":
             add(
@@ -151,8 +177,7 @@ def ir_findings(
                 title="floating-point atomic add: the sum's order, and so its bits, vary per run",
                 severity="medium",
                 evidence={"op": "atomic_rmw fadd"},
-                fix="reduce per block into a buffer, then combine in a second pass (two-pass "
-                "reduction) for deterministic results",
+                fix=fix_text("reduction-across-blocks"),
             )
         elif irregular and (m := _MEMOP.search(line)):
             op, ty = m.group(1), m.group("ty")
@@ -165,7 +190,7 @@ def ir_findings(
                     title=f"tl.{op} without a mask, and the shape sets include irregular sizes",
                     severity="medium",
                     evidence={"op": op, "irregular_shapes": [list(s) for s in irregular[:5]]},
-                    fix=f"pass mask= (and other= for loads) to tl.{op} for the boundary tile",
+                    fix=fix_text("no-boundary-mask", {"op": op}),
                 )
     return found
 
@@ -209,7 +234,7 @@ def constexpr_findings(source: str, file: str, first_line: int) -> list[Finding]
                     title=f"tile size {arg.arg} is a runtime argument, not tl.constexpr",
                     severity="medium",
                     evidence={"parameter": arg.arg, "function": func.name},
-                    fix=f"annotate it: {arg.arg}: tl.constexpr",
+                    fix=fix_text("forgot-constexpr", {"parameter": arg.arg}),
                     file=file,
                     line=first_line + arg.lineno - 1,
                 )
@@ -238,8 +263,7 @@ def host_sync_findings(
                         title=f"{ast.unparse(node)} in the launch wrapper waits for the GPU",
                         severity="medium",
                         evidence={"call": ast.unparse(node)},
-                        fix="keep values on the GPU (pass tensors, not Python numbers) or move "
-                        "the sync out of the timed path",
+                        fix=fix_text("host-sync"),
                         file=file,
                         line=first_line + node.lineno - 1,
                     )
@@ -303,3 +327,20 @@ def merge(findings: Iterable[Finding]) -> list[Finding]:
             configs.append(f.evidence.get("config"))
     order = {s: i for i, s in enumerate(SEVERITIES)}
     return sorted(out.values(), key=lambda f: (order.get(f.severity, 9), f.id, f.line or 0))
+
+
+@detector(
+    "register-spill",
+    "low-occupancy",
+    "accumulating-low-precision",
+    "fp32-dot-ieee",
+    "tf32-mismatch",
+    "reduction-across-blocks",
+    "no-boundary-mask",
+    "c-integer-division",
+    "forgot-constexpr",
+    "host-sync",
+)
+def compile_facts(facts: Facts) -> list[Finding]:
+    """What the IR job found in the compile (`diagnose_compile`), as the diagnosis's facts."""
+    return [replace(f, evidence={**f.evidence, "source": "static"}) for f in facts.compile_findings]

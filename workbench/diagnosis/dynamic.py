@@ -1,0 +1,291 @@
+"""Dynamic findings: what the check saw when it ran the kernel against its reference.
+
+Read from `Facts.check` (a `CheckReport`): per case its status, errors, unwritten outputs,
+`read_padding` (outputs holding the padding payload of strided input copies: inputs read out of
+bounds or as if contiguous), `nonfinite` (NaN/Inf the kernel made) and `stochastic` (keep rates
+when outputs differ like two RNG streams); in its summary the verdicts across cases
+(`boundary_only_errors`, `irregular_only_errors`, `stride_only_errors`, `nondeterministic`,
+`stochastic`, `error_trend`). Fields the check does not record yet read as absent.
+"""
+
+from __future__ import annotations
+
+from workbench.check.result import CaseResult
+from workbench.diagnosis.facts import Facts
+from workbench.diagnosis.finding import Finding
+from workbench.diagnosis.pitfalls import fix_text, limit
+from workbench.diagnosis.registry import detector
+
+SHOWN_CASES = 4
+"""Cases named in a finding's evidence; the count says how many there are."""
+GROSS_REL_L2 = 0.1
+"""Relative L2 error from which a case is wrong, not imprecise: rounding and accumulation
+errors stay orders of magnitude below it; unread or unwritten elements give order 1."""
+
+
+def _cases(facts: Facts) -> list[CaseResult]:
+    return list(facts.check.cases) if facts.check else []
+
+
+def _summary(facts: Facts) -> dict:
+    return facts.check.summary() if facts.check else {}
+
+
+def _stochastic(c: CaseResult) -> dict | None:
+    return getattr(c, "stochastic", None)
+
+
+def _failed(facts: Facts) -> list[CaseResult]:
+    """Failed cases, but not those that differ only like two RNG streams."""
+    return [c for c in _cases(facts) if c.status == "failed" and not _stochastic(c)]
+
+
+def _where(cases: list[CaseResult]) -> list[str]:
+    return [f"{'x'.join(map(str, c.shape))} {c.dtype} {c.layout}" for c in cases[:SHOWN_CASES]]
+
+
+def _evidence(cases: list[CaseResult], **extra: object) -> dict:
+    return {"source": "check", "cases": len(cases), "examples": _where(cases), **extra}
+
+
+@detector("no-boundary-mask")
+def missing_tail(facts: Facts) -> list[Finding]:
+    """Errors only in the last, partial tile, or only at shapes that are not multiples of it."""
+    summary, failed = _summary(facts), _failed(facts)
+    if not failed:
+        return []
+    if summary.get("boundary_only_errors"):
+        how = "only in the last, partial tile (the last n % BLOCK elements)"
+    elif summary.get("irregular_only_errors"):
+        how = "only at shapes that are not multiples of the tile"
+    else:
+        return []
+    unwritten = sum(c.unwritten for c in failed)
+    read = sum(getattr(c, "read_padding", 0) for c in failed)
+    blocks = sorted({c.boundary_block for c in failed if c.boundary_block})
+    said = [f"{unwritten:,} outputs left unwritten"] if unwritten else []
+    said += [f"{read:,} read past the inputs' bounds"] if read else []
+    evidence = _evidence(
+        failed,
+        unwritten=unwritten,
+        read_padding=read,
+        boundary_block=blocks[0] if blocks else None,
+        op="load and tl.store",
+    )
+    return [
+        Finding(
+            id="no-boundary-mask",
+            title=f"wrong outputs {how}" + (f": {', '.join(said)}" if said else ""),
+            severity="high",
+            evidence=evidence,
+            fix=fix_text("no-boundary-mask", evidence),
+        )
+    ]
+
+
+@detector("assumes-contiguous")
+def assumes_contiguous(facts: Facts) -> list[Finding]:
+    """Right on contiguous inputs, wrong on non-contiguous views of the same cases."""
+    if not _summary(facts).get("stride_only_errors"):
+        return []
+    failed = _failed(facts)
+    read = sum(getattr(c, "read_padding", 0) for c in failed)
+    passed = sum(c.layout == "contiguous" and c.status == "passed" for c in _cases(facts))
+    title = (
+        f"right on {passed} contiguous case(s), wrong on {len(failed)} non-contiguous one(s): "
+        "the kernel assumes contiguous inputs"
+    )
+    if read:
+        title += f" ({read:,} outputs hold the strided copies' padding: read as if contiguous)"
+    evidence = _evidence(failed, read_padding=read, contiguous_passed=passed)
+    return [
+        Finding(
+            "assumes-contiguous",
+            title,
+            "high",
+            evidence,
+            fix_text("assumes-contiguous", evidence),
+        )
+    ]
+
+
+@detector("reduction-across-blocks")
+def nondeterministic(facts: Facts) -> list[Finding]:
+    """Two runs on the same inputs differ: a reduction whose order varies (float atomics)."""
+    if not _summary(facts).get("nondeterministic"):
+        return []
+    cases = [c for c in _cases(facts) if c.deterministic is False]
+    evidence = _evidence(cases)
+    return [
+        Finding(
+            "reduction-across-blocks",
+            f"two runs on the same inputs differ in {len(cases)} case(s): the order of a "
+            "reduction across programs varies",
+            "high" if _failed(facts) else "medium",
+            evidence,
+            fix_text("reduction-across-blocks", evidence),
+        )
+    ]
+
+
+@detector("accumulating-low-precision")
+def error_growth(facts: Facts) -> list[Finding]:
+    """The error grows with one dimension (K) far beyond what rounding the output gives."""
+    trend = _summary(facts).get("error_trend")
+    if not trend:
+        return []
+    points = sorted(
+        (s, e) for s, e in zip(trend.get("sizes") or [], trend.get("rel_l2") or []) if e and s
+    )
+    if len(points) < 2:
+        return []
+    (s0, e0), (s1, e1) = points[0], points[-1]
+    growth = e1 / e0
+    span_needed = limit("accumulating-low-precision", "span")
+    growth_needed = limit("accumulating-low-precision", "growth")
+    if s1 / s0 < span_needed or growth < growth_needed:
+        return []
+    evidence = {
+        "source": "check",
+        "dim": trend.get("dim"),
+        "sizes": [p[0] for p in points],
+        "rel_l2": [p[1] for p in points],
+        "growth": round(growth, 2),
+        "threshold": growth_needed,
+    }
+    return [
+        Finding(
+            "accumulating-low-precision",
+            f"the error grows with dim {trend.get('dim')}: relative L2 {e0:.1e} at {s0} to "
+            f"{e1:.1e} at {s1} ({growth:.1f}x)",
+            "high" if _failed(facts) else "medium",
+            evidence,
+            fix_text("accumulating-low-precision", evidence),
+        )
+    ]
+
+
+@detector("nan-inf")
+def nan_inf(facts: Facts) -> list[Finding]:
+    cases = [c for c in _cases(facts) if getattr(c, "nonfinite", 0)]
+    if not cases:
+        return []
+    count = sum(c.nonfinite for c in cases)
+    dtypes = sorted({c.dtype for c in cases})
+    overflow = (
+        "; only float16 cases have them: it overflows above 65504, so compute in fp32"
+        if dtypes == ["float16"]
+        else ""
+    )
+    evidence = _evidence(cases, nonfinite=count, dtypes=dtypes, overflow=overflow)
+    return [
+        Finding(
+            "nan-inf",
+            f"the kernel made {count:,} NaN/Inf where the reference is finite, in "
+            f"{len(cases)} case(s) ({', '.join(dtypes)})",
+            "high",
+            evidence,
+            fix_text("nan-inf", evidence),
+        )
+    ]
+
+
+@detector("rng-stream")
+def rng_stream(facts: Facts) -> list[Finding]:
+    """Outputs that differ like two random streams with the same keep rate: not a bug."""
+    cases = [c for c in _cases(facts) if _stochastic(c)]
+    if not cases and not _summary(facts).get("stochastic"):
+        return []
+    rates = _stochastic(cases[0]) if cases else {}
+    shown = ", ".join(
+        f"{k.replace('_', ' ')} {v:.3g}" for k, v in (rates or {}).items() if _is_number(v)
+    )
+    evidence = _evidence(cases, rates=rates)
+    return [
+        Finding(
+            "rng-stream",
+            "same distribution, different RNG stream" + (f": {shown}" if shown else ""),
+            "info",
+            evidence,
+            fix_text("rng-stream", evidence),
+        )
+    ]
+
+
+@detector("rows-wider-than-block")
+def rows_wider(facts: Facts) -> list[Finding]:
+    """Gross errors exactly on the widest rows: every failing row is wider than every passing
+    one, and the errors are wrong values, not imprecise ones."""
+    summary, failed = _summary(facts), _failed(facts)
+    passed = [c for c in _cases(facts) if c.status == "passed" and c.shape]
+    explained = ("boundary_only_errors", "irregular_only_errors", "stride_only_errors")
+    if not failed or not passed or any(summary.get(k) for k in explained):
+        return []
+    if not all(c.shape and (c.unwritten or (c.rel_l2 or 0) >= GROSS_REL_L2) for c in failed):
+        return []
+    narrowest = min(c.shape[-1] for c in failed)
+    widest = max(c.shape[-1] for c in passed)
+    if narrowest <= widest:
+        return []
+    evidence = _evidence(failed, widest_passing=widest, narrowest_failing=narrowest)
+    return [
+        Finding(
+            "rows-wider-than-block",
+            f"right on rows up to {widest} wide, wrong from {narrowest}: a program covers "
+            "fewer columns than a row has",
+            "high",
+            evidence,
+            fix_text("rows-wider-than-block", evidence),
+        )
+    ]
+
+
+@detector("tf32-mismatch")
+def tf32_mismatch(facts: Facts) -> list[Finding]:
+    """Only float32 fails, by TF32's rounding: a tl.dot on fp32 inputs (seen in the TTIR when
+    the compile ran) against an IEEE reference."""
+    failed = _failed(facts)
+    low, high = limit("tf32-mismatch", "low"), limit("tf32-mismatch", "high")
+    if not failed or any(c.dtype != "float32" for c in failed):
+        return []
+    if not all(c.rel_l2 is not None and low <= c.rel_l2 <= high for c in failed):
+        return []
+    compiled = facts.arch is not None
+    if compiled and not any(f.id == "tf32-mismatch" for f in facts.compile_findings):
+        return []
+    worst = max(c.rel_l2 or 0.0 for c in failed)
+    evidence = _evidence(failed, worst_rel_l2=worst, band=[low, high])
+    return [
+        Finding(
+            "tf32-mismatch",
+            f"float32 alone fails, by TF32 rounding: relative L2 up to {worst:.1e} in "
+            f"{len(failed)} case(s)",
+            "medium",
+            evidence,
+            fix_text("tf32-mismatch", evidence),
+        )
+    ]
+
+
+@detector("c-integer-division")
+def signed_division(facts: Facts) -> list[Finding]:
+    """Wrong values where the TTIR divides a difference: Triton's // and % round toward zero."""
+    static = [f for f in facts.compile_findings if f.id == "c-integer-division"]
+    failed = _failed(facts)
+    if not static or not failed or any(c.boundary_only for c in failed):
+        return []
+    evidence = _evidence(failed)
+    return [
+        Finding(
+            "c-integer-division",
+            f"wrong values in {len(failed)} case(s), and the kernel divides a difference that "
+            "can be negative",
+            "high",
+            evidence,
+            fix_text("c-integer-division", evidence),
+        )
+    ]
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)

@@ -1,0 +1,168 @@
+"""Findings made one per problem, weighed against the roofline, and ranked.
+
+`join` makes the findings of one pitfall one (a spill read from the cubin and measured by ncu,
+a missing mask seen in the TTIR and proven by the check), the measured one leading; folds a
+consequence into its cause (occupancy limited by the registers of a spill; NVIDIA's rule that
+says what one of ours says). `apply_roofline` caps every gain by the kernel's headroom and turns
+what the measurement contradicts into info, saying why. `rank` orders by severity, then gain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from workbench.diagnosis.finding import SEVERITIES, Finding
+from workbench.diagnosis.pitfalls import KINDS, OCCUPANCY_RULES, known, pitfall
+from workbench.diagnosis.roofline import Placement
+
+SOURCES = ("check", "ncu", "bench", "nsys", "configs", "static", "cache")
+"""Whose evidence leads a joined finding: a measurement before a static estimate."""
+MIN_GAIN = 0.05
+"""A performance finding whose gain, capped by the headroom, is under this is info: 5 % is
+inside the spread of repeated timings (p20-p80) and of run-to-run clock variation."""
+CAUSES = (
+    ("ncu-rule", None, True),
+    ("low-occupancy", "register-spill", False),
+)
+"""(consequence, cause, takes its gain) folded in this order when both fire: NVIDIA's rule into
+our finding that says the same (its peer; the rule's estimate is that finding's own), then
+occupancy limited by registers into the spill that takes them (a spill-free config keeps the
+tile's occupancy, so the occupancy estimate is not the spill fix's gain)."""
+
+
+def source(f: Finding) -> str:
+    return str(f.evidence.get("source") or "static")
+
+
+def join(findings: list[Finding], peers: dict[str, str]) -> list[Finding]:
+    """One finding per pitfall (per measured kernel); `peers` maps NVIDIA's rules to our ids."""
+    groups: dict[tuple[str, str | None], list[Finding]] = {}
+    for f in findings:
+        kernel = f.evidence.get("kernel") if source(f) == "ncu" else None
+        groups.setdefault((f.id, kernel), []).append(f)
+    # findings of no kernel (static, check) join the group of their id that has one
+    for id, kernel in [key for key in groups if key[1] is None]:
+        named = [key for key in groups if key[0] == id and key[1] is not None]
+        if named:
+            groups[named[0]] += groups.pop((id, kernel))
+    joined = [_merge(group) for group in groups.values()]
+    return _fold(joined, peers)
+
+
+def _merge(group: list[Finding]) -> Finding:
+    if len(group) == 1:
+        return group[0]
+    order = {s: i for i, s in enumerate(SOURCES)}
+    severity = {s: i for i, s in enumerate(SEVERITIES)}
+    ranked = sorted(group, key=lambda f: (order.get(source(f), 9), severity.get(f.severity, 9)))
+    lead, rest = ranked[0], ranked[1:]
+    at = next((f for f in ranked if f.line is not None), lead)
+    evidence = {
+        **lead.evidence,
+        "sources": list(dict.fromkeys(source(f) for f in ranked)),
+        "joined": [_as_evidence(f) for f in rest],
+    }
+    gains = [f.gain for f in ranked if f.gain is not None]
+    fix_id = next((f.fix_id for f in ranked if f.fix_id), None)
+    return replace(
+        lead,
+        evidence=evidence,
+        file=at.file,
+        line=at.line,
+        gain=gains[0] if gains else None,
+        fix_id=fix_id,
+        fix=next((f.fix for f in ranked if f.fix_id), lead.fix),
+    )
+
+
+def _fold(findings: list[Finding], peers: dict[str, str]) -> list[Finding]:
+    """Fold each consequence into its cause: the cause keeps its severity, takes the gain the
+    consequence was measured with when it has none, and lists it under evidence["folded"]."""
+    kept = list(findings)
+    for consequence, cause, takes_gain in CAUSES:
+        for f in [f for f in kept if f.id == consequence]:
+            wanted = cause or peers.get(str(f.evidence.get("rule")))
+            if consequence == "low-occupancy" and "registers" not in _limiter(f):
+                continue
+            target = next((c for c in kept if c.id == wanted and _same_kernel(c, f)), None)
+            if target is None:
+                continue
+            folded = [*target.evidence.get("folded", []), _as_evidence(f, keep_folded=True)]
+            kept[kept.index(target)] = replace(
+                target,
+                evidence={**target.evidence, "folded": folded},
+                gain=f.gain
+                if takes_gain and target.gain is None and target.severity != "info"
+                else target.gain,
+            )
+            kept.remove(f)
+    return kept
+
+
+def apply_roofline(findings: list[Finding], placed: Placement | None) -> list[Finding]:
+    """Cap performance gains by the headroom; near the ceiling the occupancy rows are info, and
+    a performance finding with less than MIN_GAIN left is info; each says why."""
+    if placed is None:
+        return findings
+    out = []
+    for f in findings:
+        kind = kind_of(f)
+        if kind not in ("performance", "occupancy") or f.severity == "info":
+            out.append(f)
+            continue
+        gain = f.gain
+        if gain is not None and placed.headroom is not None:
+            gain = min(gain, placed.headroom)
+        why = None
+        if kind == "occupancy" and placed.near_peak:
+            why = f"{placed.short}: little left; the occupancy rules do not apply"
+        elif placed.headroom is not None and placed.headroom < MIN_GAIN:
+            why = f"{placed.short}: nothing left to gain"
+        elif gain is not None and gain < MIN_GAIN:
+            why = f"{placed.short}: under {MIN_GAIN:.0%} of the time to gain"
+        if why:
+            evidence = {**f.evidence, "demoted": why, "severity_before": f.severity}
+            f = replace(f, severity="info", evidence=evidence)
+        out.append(replace(f, gain=gain))
+    return out
+
+
+def rank(findings: list[Finding]) -> list[Finding]:
+    """Most severe first, then most to gain (unknown gains last), correctness before speed."""
+    severity = {s: i for i, s in enumerate(SEVERITIES)}
+    kinds = {k: i for i, k in enumerate(KINDS)}
+    return sorted(
+        findings,
+        key=lambda f: (
+            severity.get(f.severity, len(SEVERITIES)),
+            -(f.gain if f.gain is not None else -1.0),
+            kinds.get(kind_of(f), len(KINDS)),
+            f.id,
+        ),
+    )
+
+
+def kind_of(f: Finding) -> str:
+    """The row's kind; an NVIDIA rule weighs as occupancy when its remedy is more warps."""
+    if f.id == "ncu-rule":
+        return "occupancy" if f.evidence.get("rule") in OCCUPANCY_RULES else "performance"
+    return pitfall(f.id).kind if known(f.id) else "info"
+
+
+def _as_evidence(f: Finding, keep_folded: bool = False) -> dict:
+    out = {"id": f.id, "source": source(f), "title": f.title, "severity": f.severity}
+    if f.file:
+        out["at"] = f"{f.file}:{f.line}" if f.line else f.file
+    if f.gain is not None:
+        out["gain"] = f.gain
+    skip = ("source", "joined") if keep_folded else ("source", "joined", "folded")
+    return out | {k: v for k, v in f.evidence.items() if k not in skip}
+
+
+def _same_kernel(a: Finding, b: Finding) -> bool:
+    ka, kb = a.evidence.get("kernel"), b.evidence.get("kernel")
+    return ka is None or kb is None or ka == kb
+
+
+def _limiter(f: Finding) -> str:
+    return str(f.evidence.get("occupancy_limiter") or f.evidence.get("limiter") or "")
