@@ -12,15 +12,23 @@ from workbench.diagnosis.finding import Finding
 from workbench.loop.trial import Trial
 from workbench.views.text import fmt, table
 
-FINDING_HEADERS = ("#", "severity", "gain", "finding", "where")
-EVIDENCE_SKIP = ("alternatives", "configs", "launch", "kernel", "hot_line", "message")
+FINDING_HEADERS = ("#", "severity", "gain", "pitfall", "where")
+EVIDENCE_SKIP = (
+    "alternatives",
+    "configs",
+    "launch",
+    "kernel",
+    "hot_line",
+    "message",
+    "try",
+    "source",
+)
 """Evidence keys shown elsewhere (alternatives get their own table) or too long for one line."""
 
 
 def finding_rows(findings: list[Finding]) -> list[tuple[str, ...]]:
     return [
-        (str(i), f.severity, gain_text(f.gain), f"{f.id}: {f.title}", where(f))
-        for i, f in enumerate(findings, 1)
+        (str(i), f.severity, gain_text(f.gain), f.id, where(f)) for i, f in enumerate(findings, 1)
     ]
 
 
@@ -38,20 +46,27 @@ def evidence_text(evidence: dict[str, Any]) -> str:
     parts = [
         f"{k}={fmt(v)}"
         for k, v in evidence.items()
-        if k not in EVIDENCE_SKIP and v is not None and not isinstance(v, (dict, list))
+        if k not in EVIDENCE_SKIP and v not in (None, "") and not isinstance(v, (dict, list))
     ]
     return ", ".join(parts)
 
 
 def alternatives_table(f: Finding) -> str | None:
+    """The configs a config fix would time, each named by what it changes."""
     alts = f.evidence.get("alternatives") or []
     if not alts:
         return None
+    launched = set(str(f.evidence.get("config") or "").split(","))
     rows = [
-        (a.get("label", ""), fmt(a.get("regs")), fmt(a.get("spill_bytes")), fmt(a.get("ms")))
+        (
+            ",".join(p for p in a.get("label", "").split(",") if p not in launched) or "-",
+            fmt(a.get("regs")),
+            fmt(a.get("spill_bytes")),
+            fmt(a.get("ms")),
+        )
         for a in alts
     ]
-    return table(("config", "regs", "spill B", "ms"), rows)
+    return table(("instead", "regs", "spill B", "ms"), rows)
 
 
 def roofline_text(roofline: dict | None) -> str:
