@@ -58,6 +58,13 @@ class Trial:
         return {**asdict(self), "speedup": self.speedup, "kept": asdict(self.kept or self.before)}
 
 
+def alternatives(f: Finding) -> list[dict]:
+    """The configs a config fix times: the finding's own, or those of a finding joined into it
+    (a measured spill leads, the static one with its neighbours is joined)."""
+    joined = [j.get("alternatives") for j in f.evidence.get("joined") or []]
+    return f.evidence.get("alternatives") or next((a for a in joined if a), [])
+
+
 def pick(findings: list[Finding], wanted: str) -> Finding:
     """The finding `--try` names, by its id or by its fix kind; the first that can be tried."""
     triable = [f for f in findings if f.fix_id in FIX_KINDS]
@@ -127,15 +134,15 @@ def _config(
     cancel: threading.Event | None,
 ) -> tuple[Trial, list[jobs.Outcome]]:
     launched = next((r for r in configs if r.get("launched")), None)
-    alternatives = finding.evidence.get("alternatives") or []
-    if launched is None or not alternatives:
+    alts = alternatives(finding)
+    if launched is None or not alts:
         raise fail(
             "nothing-to-try",
             f"{finding.id}: no launched config or no alternative to time",
             "run `diagnose` first so the neighbours are compiled; a kernel launched through "
             "@triton.autotune is tuned with `sweep` instead",
         )
-    space = [launched["values"]] + [a["values"] for a in alternatives]
+    space = [launched["values"]] + [a["values"] for a in alts]
     space_file = folder / "space.json"
     space_file.write_text(json.dumps(space))
     params = {"space": str(space_file), "shapes": [shape] if shape else None, "dtype": dtype}

@@ -9,7 +9,7 @@ from typing import Any
 
 from workbench.diagnosis.facts import Diagnosis
 from workbench.diagnosis.finding import Finding
-from workbench.loop.trial import Trial
+from workbench.loop.trial import Trial, alternatives
 from workbench.views.text import fmt, table
 
 FINDING_HEADERS = ("#", "severity", "gain", "pitfall", "where")
@@ -53,20 +53,17 @@ def evidence_text(evidence: dict[str, Any]) -> str:
 
 def alternatives_table(f: Finding) -> str | None:
     """The configs a config fix would time, each named by what it changes."""
-    alts = f.evidence.get("alternatives") or []
-    if not alts:
-        return None
-    launched = set(str(f.evidence.get("config") or "").split(","))
     rows = [
         (
-            ",".join(p for p in a.get("label", "").split(",") if p not in launched) or "-",
+            a.get("change") or a.get("label", ""),
             fmt(a.get("regs")),
             fmt(a.get("spill_bytes")),
+            fmt(a.get("occupancy")),
             fmt(a.get("ms")),
         )
-        for a in alts
+        for a in alternatives(f)
     ]
-    return table(("instead", "regs", "spill B", "ms"), rows)
+    return table(("instead", "regs", "spill B", "occupancy %", "ms"), rows) if rows else None
 
 
 def roofline_text(roofline: dict | None) -> str:
