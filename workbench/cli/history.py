@@ -1,4 +1,5 @@
-"""`workbench history [NAME]`: past runs from the store."""
+"""`workbench history [NAME]`: past runs from the store; with NAME (or `--trend`) the bench
+times of each case across runs, regressions flagged (`bench.history`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import sys
 import time
 
+from workbench.bench import history
 from workbench.cli.options import add_json_option
 from workbench.profilers.saved import PROFILE_KINDS
 from workbench.run.store import Store
@@ -30,12 +32,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="only runs of this kind (resources and ir share one: both compile)",
     )
     p.add_argument("--limit", type=int, default=30)
+    p.add_argument(
+        "--trend",
+        action="store_true",
+        help="only the bench times per case across runs, regressions flagged (exit 1 on one)",
+    )
     add_json_option(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     store = Store()
+    if args.trend:
+        return _trend_only(store, args)
     records = store.history(args.name, KINDS[args.kind] if args.kind else None, args.limit)
     if not records:
         print(_nothing(store, args.name, args.kind), file=sys.stderr)
@@ -58,7 +67,34 @@ def run(args: argparse.Namespace) -> int:
         for r in records
     ]
     print(table(("run", "started", "kind", "kernel", "status", "mode", "verdict", "time"), rows))
+    if args.name and args.kind in (None, "bench"):
+        trends = history.trend(history.points(store.history(args.name, "bench", TREND_RUNS)))
+        if trends:
+            print("\nbench times per case, oldest to newest:\n" + trend_text(trends))
     return 0
+
+
+TREND_RUNS = 10_000
+"""Bench runs read for a trend: all of them, in practice."""
+
+
+def _trend_only(store: Store, args: argparse.Namespace) -> int:
+    trends = history.trend(history.points(store.history(args.name, "bench", TREND_RUNS)))
+    if args.json:
+        found = [t.regression.to_dict() for t in trends if t.regression]
+        print_json({"cases": [t.to_dict() for t in trends], "regressions": found})
+    elif trends:
+        print(trend_text(trends))
+    else:
+        print(_nothing(store, args.name, "bench"), file=sys.stderr)
+    return 1 if any(t.regression for t in trends) else 0
+
+
+def trend_text(trends: list[history.Trend]) -> str:
+    """A table with one row per case, then one line per regression."""
+    lines = [table(history.TREND_HEADERS, [history.trend_row(t) for t in trends])]
+    lines += [f"regression: {t.regression.text}" for t in trends if t.regression]
+    return "\n".join(lines)
 
 
 def _nothing(store: Store, name: str | None, kind: str | None) -> str:

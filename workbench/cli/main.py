@@ -9,13 +9,25 @@ import argparse
 import os
 import sys
 
-from workbench.cli import bench, cache, check, history, ir, listing, profile, resources, sweep
+from workbench.cli import (
+    bench,
+    cache,
+    check,
+    diagnose,
+    history,
+    ir,
+    listing,
+    profile,
+    report,
+    resources,
+    sweep,
+)
 from workbench.cli.options import add_path_option
 from workbench.runtime.errors import WorkbenchError
 from workbench.views.text import print_json, print_problem
 
 # One module per command, each with add_parser(sub) and run(args).
-COMMANDS = (listing, check, history, bench, profile, ir, resources, cache, sweep)
+COMMANDS = (listing, check, history, bench, profile, ir, resources, cache, sweep, diagnose, report)
 
 
 def build_parser() -> argparse.ArgumentParser:
