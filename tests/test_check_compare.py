@@ -9,6 +9,7 @@ from workbench.catalog.spec import KernelSpec
 from workbench.check import compare as comparison
 from workbench.check.compare import boundary_block, compare
 from workbench.check.result import CaseResult
+from workbench.runtime import tensors
 
 
 def _spec() -> KernelSpec:
@@ -26,7 +27,7 @@ def test_missing_tail_is_unwritten_and_boundary_only(monkeypatch, chunk):
     monkeypatch.setattr(comparison, "CHUNK", chunk)
     ref = torch.randn(4, 1000)
     out = ref.clone()
-    out[:, 992:] = float("nan")  # a 16-wide tile's last partial tile never written
+    tensors.fill_nan(out[:, 992:], tensors.UNWRITTEN)  # a 16-wide tile's last tile not written
     case = _compare(out, ref)
     assert case.status == "failed"
     assert case.unwritten == 4 * 8 and case.bad == 4 * 8

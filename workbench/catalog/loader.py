@@ -5,11 +5,12 @@ from __future__ import annotations
 import importlib.util
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from workbench.catalog.discovery import THREE_NAMES, KernelEntry
-from workbench.catalog.spec import KernelSpec
+from workbench.catalog.spec import KernelSpec, Shape
 from workbench.runtime.errors import fail
 
 _loaded: dict[str, Any] = {}
@@ -88,24 +89,130 @@ def module_specs(module: Any) -> list[KernelSpec]:
 
 
 def three_name_spec(module: Any, name: str) -> KernelSpec:
-    """Wrap NVIDIA's three-name contract: get_inputs() decides shape and dtype."""
-
-    def make_inputs(shape: Any, dtype: Any, device: str) -> tuple[Any, ...]:
-        from workbench.runtime.tensors import on_device
-
-        args = on_device(module.get_inputs, device)
-        return tuple(_cast_floating(a, dtype) for a in args) if dtype is not None else tuple(args)
-
+    """Wrap NVIDIA's three-name contract: get_inputs() decides shape and dtype. Its byte model
+    is the tensors read plus the tensors returned; it has no FLOP model."""
+    inputs = ThreeNameInputs(module)
     return KernelSpec(
         name=name,
         kernel_fn=module.kernel_fn,
         reference_fn=module.reference_fn,
-        make_inputs=make_inputs,
+        make_inputs=inputs,
         shapes={"check": [()], "bench": [()]},
         dtypes=(),
+        bytes_moved=_bytes_model(inputs, module.reference_fn),
         description=(module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else "",
         jit=_kernels(module),
     )
+
+
+DERIVED = "derived"
+"""The shape set `check` adds for a three-name module: irregular shapes cut from its inputs."""
+DERIVE_MULTIPLE = 16
+"""Sizes that are multiples of this are cut to an irregular size; the others are kept."""
+
+
+class ThreeNameInputs:
+    """make_inputs of a three-name module. Shape () is get_inputs() as given. Any other shape
+    lists the sizes that replace, in order, the distinct sizes of the given tensors that are
+    multiples of DERIVE_MULTIPLE: every tensor is cut to them, so a size shared by inputs stays
+    shared; non-tensor arguments are kept as they are."""
+
+    def __init__(self, module: Any):
+        self.module = module
+        self._derived: list[Shape] | None = None
+
+    def __call__(self, shape: Shape, dtype: Any, device: str) -> tuple[Any, ...]:
+        from workbench.runtime.tensors import on_device
+
+        args = tuple(on_device(self.module.get_inputs, device))
+        if shape:
+            args = _cut(args, tuple(shape))
+        return tuple(_cast_floating(a, dtype) for a in args) if dtype is not None else args
+
+    def derived_shapes(self, device: str) -> list[Shape]:
+        """One irregular shape: each size n that is a multiple of DERIVE_MULTIPLE becomes
+        n * 3 // 4 + 1, odd, so the last tile of any power-of-two block is partial. Empty when
+        no size is such a multiple, or when get_inputs() fails (the given case says why)."""
+        if self._derived is None:
+            try:
+                sizes = _cuttable_sizes(self((), None, device))
+            except Exception:  # noqa: BLE001 - reported by the case that runs the given inputs
+                sizes = []
+            self._derived = [tuple(n * 3 // 4 + 1 for n in sizes)] if sizes else []
+        return self._derived
+
+
+def derived_shapes(spec: KernelSpec, device: str) -> list[Shape]:
+    """The irregular shapes `check` adds to a three-name module's own (its inputs made on
+    `device`); none for a KernelSpec, which declares its shapes."""
+    made = spec.make_inputs
+    return made.derived_shapes(device) if isinstance(made, ThreeNameInputs) else []
+
+
+def _cuttable_sizes(args: tuple[Any, ...]) -> list[int]:
+    import torch
+
+    sizes: list[int] = []
+    for a in args:
+        for n in a.shape if isinstance(a, torch.Tensor) else ():
+            if n and n % DERIVE_MULTIPLE == 0 and n not in sizes:
+                sizes.append(n)
+    return sizes
+
+
+def _cut(args: tuple[Any, ...], shape: Shape) -> tuple[Any, ...]:
+    import torch
+
+    sizes = _cuttable_sizes(args)
+    if len(sizes) != len(shape):
+        raise fail(
+            "bad-shape",
+            f"shape {shape} gives {len(shape)} sizes; get_inputs() has {len(sizes)} sizes that "
+            f"are multiples of {DERIVE_MULTIPLE} ({sizes})",
+            "give one size per such input size, in their order of appearance",
+            source="usage",
+        )
+    new = dict(zip(sizes, shape))
+    return tuple(
+        a[tuple(slice(0, new.get(n, n)) for n in a.shape)].contiguous()
+        if isinstance(a, torch.Tensor)
+        else a
+        for a in args
+    )
+
+
+def _bytes_model(inputs: ThreeNameInputs, reference_fn: Any) -> Callable[[Shape, int], float]:
+    """bytes_moved of a three-name module: the tensor inputs plus the outputs, at the element
+    size `bench` times (floating inputs cast as `check --dtype` casts them). The outputs' size
+    needs a call: the reference runs once per shape and element size."""
+    measured: dict[tuple[Shape, int], float] = {}
+
+    def bytes_moved(shape: Shape, esize: int) -> float:
+        import torch
+
+        key = (tuple(shape), esize)
+        if key not in measured:
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            measured[key] = _bytes_on(inputs, reference_fn, tuple(shape), esize, device)
+        return measured[key]
+
+    return bytes_moved
+
+
+def _bytes_on(
+    inputs: ThreeNameInputs, reference_fn: Any, shape: Shape, esize: int, device: str
+) -> float:
+    import torch
+
+    from workbench.runtime.tensors import outputs
+
+    args = inputs(shape, None, device)
+    floats = [a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()]
+    by_size = {8: torch.float64, 4: torch.float32, 2: torch.float16}
+    if floats and floats[0].element_size() != esize and esize in by_size:
+        args = tuple(_cast_floating(a, by_size[esize]) for a in args)
+    read = sum(a.nbytes for a in args if isinstance(a, torch.Tensor))
+    return float(read + sum(o.nbytes for o in outputs(reference_fn(*args))))
 
 
 def _kernels(module: Any) -> tuple[Any, ...]:

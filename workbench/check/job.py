@@ -1,8 +1,11 @@
 """Correctness check of a kernel against its PyTorch reference (runs in the job's child process).
 
-Each case draws fresh random inputs, poisons every fresh allocation with NaN so unwritten output
-shows, runs kernel and reference, and compares them (`check.compare`). The facts it records
-(errors only at the tile boundary, only with strided inputs, run-to-run differences) feed the
+Each case draws fresh random inputs, poisons every fresh allocation with one NaN and the gaps of
+strided input copies with another, so unwritten outputs and out-of-view reads show apart, runs
+kernel and reference, and compares them (`check.compare`). A three-name module, whose
+get_inputs() gives one shape, is also checked at irregular shapes cut from those inputs (the
+"derived" set, last); a kernel that raises there hard-codes its sizes, and the case is skipped
+with that reason. The facts recorded per case and for the whole check (`check.verdict`) feed the
 diagnosis.
 """
 
@@ -14,12 +17,13 @@ from typing import Any
 
 import torch
 
+from workbench.catalog import loader
 from workbench.catalog.spec import KernelSpec, Shape
 from workbench.check.compare import compare
 from workbench.check.result import CaseResult, CheckReport
 from workbench.run.faults import problem_from_exception
 from workbench.runtime import tensors
-from workbench.runtime.errors import WorkbenchError
+from workbench.runtime.errors import WorkbenchError, fail
 
 Emit = Callable[[dict], None]
 INTERPRETER_BF16 = (
@@ -27,18 +31,34 @@ INTERPRETER_BF16 = (
 )
 
 
-def plan(spec: KernelSpec, dtypes: list[str] | None, shape_sets: list[str] | None) -> list[tuple]:
-    """The (shape set, shape, dtype, layout) cases a check runs, in order."""
-    names = shape_sets or [s for s in spec.shapes if s != "bench"] or list(spec.shapes)
+def plan(
+    spec: KernelSpec, dtypes: list[str] | None, shape_sets: list[str] | None, device: str
+) -> list[tuple]:
+    """The (shape set, shape, dtype, layout) cases a check runs, in order: a three-name
+    module's derived shapes last, where sizes it hard-codes can do the least harm."""
+    sets = {name: spec.shape_set(name) for name in spec.shapes}
+    derived = loader.derived_shapes(spec, device)
+    if derived:
+        sets[loader.DERIVED] = derived
+    names = shape_sets or [s for s in sets if s != "bench"] or list(sets)
+    unknown = [n for n in names if n not in sets]
+    if unknown:
+        raise fail(
+            "unknown-shape-set",
+            f"--shapes {unknown[0]}: {spec.name} has no shape set {unknown[0]!r}",
+            f"use one of: {', '.join(sets)}",
+            source="usage",
+        )
     kinds = dtypes or list(spec.dtypes) or [None]
     layouts = ["contiguous", "strided"] if spec.noncontig else ["contiguous"]
-    return [
+    cases = [
         (set_name, shape, dtype, layout)
         for dtype in kinds
         for set_name in names
-        for shape in spec.shape_set(set_name)
+        for shape in sets[set_name]
         for layout in layouts
     ]
+    return sorted(cases, key=lambda c: c[0] == loader.DERIVED)
 
 
 def run_check(
@@ -51,7 +71,7 @@ def run_check(
     seed: int = 0,
 ) -> CheckReport:
     report = CheckReport(spec.name, device, "interpreter" if interpreter else "gpu")
-    cases = plan(spec, dtypes, shape_sets)
+    cases = plan(spec, dtypes, shape_sets, device)
     for i, (set_name, shape, dtype, layout) in enumerate(cases):
         emit({"event": "progress", "done": i, "total": len(cases), "case": f"{dtype} {shape}"})
         case = CaseResult(set_name, list(shape), dtype or "as given", layout)
@@ -81,20 +101,7 @@ def _run_case(
 ) -> None:
     start = time.perf_counter()
     try:
-        tdtype = tensors.torch_dtype(dtype) if dtype else None
-        args = tuple(spec.make_inputs(shape, tdtype, device))
-        if layout == "strided":
-            args = tensors.noncontig_args(args)
-        ref = tensors.outputs(spec.reference_fn(*args))
-        with tensors.poisoned_allocations():
-            out = tensors.outputs(spec.kernel_fn(*args))
-        _sync(device)
-        compare(spec, case, out, ref, dtype)
-        if layout == "contiguous":
-            with tensors.poisoned_allocations():
-                again = tensors.outputs(spec.kernel_fn(*args))
-            _sync(device)
-            case.deterministic = all(tensors.bitwise_equal(a, b) for a, b in zip(out, again))
+        _compare_case(spec, case, shape, dtype, layout, device)
     except WorkbenchError as exc:
         case.status, case.problem = "error", exc.problem.to_dict()
         case.reason = exc.problem.cause
@@ -103,7 +110,32 @@ def _run_case(
         case.status, case.problem, case.reason = "error", problem.to_dict(), problem.cause
         if problem.kind == "cuda-error":
             raise  # the CUDA context is gone; the job ends here with what it has
+    if case.status == "error" and case.shape_set == loader.DERIVED:
+        case.status, case.problem = "skipped", None
+        case.reason = (
+            f"not a kernel failure: at sizes cut from get_inputs() it raised ({case.reason}); "
+            "it may hard-code the sizes get_inputs() makes"
+        )
     case.seconds = round(time.perf_counter() - start, 4)
+
+
+def _compare_case(
+    spec: KernelSpec, case: CaseResult, shape: Shape, dtype: str | None, layout: str, device: str
+) -> None:
+    tdtype = tensors.torch_dtype(dtype) if dtype else None
+    args = tuple(spec.make_inputs(shape, tdtype, device))
+    if layout == "strided":
+        args = tensors.noncontig_args(args)
+    ref = tensors.outputs(spec.reference_fn(*args))
+    with tensors.poisoned_allocations():
+        out = tensors.outputs(spec.kernel_fn(*args))
+    _sync(device)
+    compare(spec, case, out, ref, dtype)
+    if layout == "contiguous":
+        with tensors.poisoned_allocations():
+            again = tensors.outputs(spec.kernel_fn(*args))
+        _sync(device)
+        case.deterministic = all(tensors.bitwise_equal(a, b) for a, b in zip(out, again))
 
 
 def _sync(device: str) -> None:

@@ -1,12 +1,15 @@
 """The check job's output, typed: one result per case and the report of the whole check.
 
 Pure (no torch): the child fills them, the parent reads them back with `from_dict`; `to_dict` is
-the JSON the events and the store carry.
+the JSON the events and the store carry. The summary is recomputed from the cases, so a report
+stored before a fact existed reads back with it.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
+
+from workbench.check import verdict
 
 
 @dataclass
@@ -23,13 +26,23 @@ class CaseResult:
     rel_l2: float | None = None
     worst_index: list[int] | None = None
     unwritten: int = 0
-    """Output elements left NaN (poisoned before the launch) where the reference is finite."""
+    """Output elements still holding the poison NaN of their fresh allocation (never written)
+    where the reference has no NaN."""
+    read_padding: int = 0
+    """Output elements holding the NaN of a strided input copy's padding: an input read
+    outside its view (strides ignored, or past its end)."""
+    nonfinite: int = 0
+    """Output elements NaN or Inf where the reference is finite, neither poison: made by the
+    kernel (overflow, 0/0, log of a negative)."""
     bad: int = 0
     numel: int = 0
     boundary_only: bool = False
     boundary_block: int | None = None
     """The smallest power-of-two tile whose partial last tile holds every wrong element."""
     deterministic: bool | None = None
+    stochastic: dict | None = None
+    """Set when the errors are another random stream's: keep_rate, ref_keep_rate, rate_bound,
+    rate_ok, scale (kernel / reference on elements both kept), scale_ok (`check.stochastic`)."""
     reason: str = ""
     problem: dict | None = None
     seconds: float = 0.0
@@ -56,20 +69,19 @@ class CheckReport:
         return bool(ran) and all(c.status == "passed" for c in ran)
 
     def summary(self) -> dict:
-        by = {s: sum(c.status == s for c in self.cases) for s in ("passed", "failed", "skipped")}
-        by["errors"] = sum(c.status == "error" for c in self.cases)
-        failed = [c for c in self.cases if c.status == "failed"]
-        contiguous_ok = {
-            (c.shape_set, tuple(c.shape), c.dtype)
-            for c in self.cases
-            if c.layout == "contiguous" and c.status == "passed"
+        """Counts by status, the report-level facts (`check.verdict`), the verdict and its fix."""
+        by: dict = {
+            s: sum(c.status == s for c in self.cases) for s in ("passed", "failed", "skipped")
         }
-        by["stride_only_errors"] = bool(failed) and all(
-            c.layout == "strided" and (c.shape_set, tuple(c.shape), c.dtype) in contiguous_ok
-            for c in failed
-        )
-        by["boundary_only_errors"] = bool(failed) and all(c.boundary_only for c in failed)
-        by["nondeterministic"] = any(c.deterministic is False for c in self.cases)
+        by["errors"] = sum(c.status == "error" for c in self.cases)
+        by["stride_only_errors"] = verdict.stride_only(self.cases)
+        by["boundary_only_errors"] = verdict.boundary_only(self.cases)
+        by["irregular_only_errors"] = verdict.irregular_only(self.cases)
+        by["nondeterministic"] = verdict.nondeterministic(self.cases)
+        by["stochastic"] = any(c.stochastic for c in self.cases)
+        by["error_trend"] = verdict.error_trend(self.cases)
+        by["verdict"] = verdict.verdict(self.cases, by)
+        by["fix"] = verdict.FIXES.get(by["verdict"], "")
         return by
 
     def to_dict(self) -> dict:

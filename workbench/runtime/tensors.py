@@ -1,4 +1,5 @@
-"""Tensor plumbing for checks: device redirection, NaN-poisoned allocations, strided copies."""
+"""Tensor plumbing for checks: device redirection, NaN-poisoned allocations, strided copies,
+and the NaN payloads that tell an unwritten output from a read of input padding."""
 
 from __future__ import annotations
 
@@ -46,15 +47,55 @@ def on_device(factory: Callable[[], Any], device: str) -> Any:
         return factory()
 
 
+# NaN payloads tell the check's two poisons apart: a NaN whose top seven mantissa bits are
+# UNWRITTEN was never overwritten in a fresh allocation; PADDING was read from the gap of a
+# strided input copy. Seven bits (the quiet bit and six payload bits) are all bfloat16 has, so
+# both fit every dtype; placed at the top of the mantissa, they survive the conversions between
+# fp16, bf16, fp32 and fp64 that keep the top bits (the interpreter's casts and copies do; a
+# GPU's arithmetic turns any NaN into its canonical one, all ones, and so does torch's
+# fp16 -> fp32 cast). Neither is a canonical NaN: x86 and torch's nan is 0b1000000, CUDA's
+# 0b1111111.
+UNWRITTEN = 0b1010101
+PADDING = 0b1100110
+_NAN_BITS = {  # dtype -> (integer view, mantissa bits, exponent bits)
+    torch.float64: (torch.int64, 52, 11),
+    torch.float32: (torch.int32, 23, 8),
+    torch.float16: (torch.int16, 10, 5),
+    torch.bfloat16: (torch.int16, 7, 8),
+}
+
+
+def fill_nan(t: torch.Tensor, payload: int) -> torch.Tensor:
+    """Fill a floating-point tensor with the quiet NaN of `payload` (plain NaN for dtypes
+    without room for one, such as fp8), through an integer view of the same width."""
+    spec = _NAN_BITS.get(t.dtype)
+    if spec is None:
+        return t.fill_(float("nan"))
+    view, mantissa, exponent = spec
+    t.view(view).fill_(((1 << exponent) - 1) << mantissa | payload << (mantissa - 7))
+    return t
+
+
+def nan_payload(t: torch.Tensor) -> torch.Tensor:
+    """The top seven mantissa bits of each element, as int64 (-1 for dtypes without payloads);
+    meaningful where the element is NaN."""
+    spec = _NAN_BITS.get(t.dtype)
+    if spec is None:
+        return torch.full(t.shape, -1, dtype=torch.int64, device=t.device)
+    view, mantissa, _ = spec
+    bits = t.view(view).to(torch.int64)
+    return (bits >> (mantissa - 7)) & 0x7F
+
+
 _ALLOCATORS = ("empty", "empty_like", "empty_strided")
 
 
 @contextmanager
 def poisoned_allocations() -> Iterator[None]:
-    """Fill every floating-point tensor allocated with torch.empty* with NaN.
+    """Fill every floating-point tensor allocated with torch.empty* with the UNWRITTEN NaN.
 
-    A kernel that leaves part of its output unwritten then shows NaN there instead of whatever
-    the allocator handed back (often the right answer from a previous run).
+    A kernel that leaves part of its output unwritten then shows that NaN there instead of
+    whatever the allocator handed back (often the right answer from a previous run).
     """
     originals = {name: getattr(torch, name) for name in _ALLOCATORS}
     new_empty = torch.Tensor.new_empty
@@ -63,7 +104,7 @@ def poisoned_allocations() -> Iterator[None]:
         def wrapped(*args: Any, **kwargs: Any) -> torch.Tensor:
             t = make(*args, **kwargs)
             if t.is_floating_point():
-                t.fill_(float("nan"))
+                fill_nan(t, UNWRITTEN)
             return t
 
         return wrapped
@@ -80,11 +121,15 @@ def poisoned_allocations() -> Iterator[None]:
 
 
 def strided_copy(t: torch.Tensor) -> torch.Tensor:
-    """The same values in a non-contiguous view: every other column of a twice-as-wide buffer."""
+    """The same values in a non-contiguous view: every other column of a twice-as-wide buffer
+    whose gaps hold the PADDING NaN (0 for integer tensors)."""
     if t.ndim == 0 or t.numel() == 0:
         return t
     wide = torch.empty((*t.shape[:-1], t.shape[-1] * 2), dtype=t.dtype, device=t.device)
-    wide.fill_(float("nan") if t.is_floating_point() else 0)
+    if t.is_floating_point():
+        fill_nan(wide, PADDING)
+    else:
+        wide.fill_(0)
     view = wide[..., ::2]
     view.copy_(t)
     return view

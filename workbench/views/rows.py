@@ -44,17 +44,34 @@ def check_row(case: CaseResult) -> tuple[str, ...]:
 
 
 def check_verdict(report: CheckReport) -> str:
+    """The check's closing lines: CORRECT or NOT CORRECT with the verdict, its fix, the facts."""
     s = report.summary()
-    verdict = "CORRECT" if report.correct else "NOT CORRECT"
+    head = "CORRECT" if report.correct else "NOT CORRECT"
+    if s["verdict"] != "correct":
+        head += f": {s['verdict']}"
     line = (
-        f"{report.kernel}: {verdict} ({s['passed']} passed, {s['failed']} failed, "
+        f"{report.kernel}: {head} ({s['passed']} passed, {s['failed']} failed, "
         f"{s['errors']} errors, {s['skipped']} skipped; {report.mode} mode)"
     )
-    facts = [f.replace("_", " ") for f in FACTS if s.get(f)]
-    return line + "".join(f"\n  fact: {f}" for f in facts)
+    lines = [line] + ([f"  fix: {s['fix']}"] if s["fix"] else [])
+    lines += [f"  fact: {words}" for key, words in FACTS.items() if s.get(key)]
+    if s["error_trend"]:
+        lines.append(f"  fact: {_trend_words(s['error_trend'])}")
+    return "\n".join(lines)
 
 
-FACTS = ("stride_only_errors", "boundary_only_errors", "nondeterministic")
+FACTS = {
+    "stride_only_errors": "errors only with strided (non-contiguous) inputs",
+    "boundary_only_errors": "errors only in the last partial tile of a block (the tail)",
+    "irregular_only_errors": "errors only at shapes that are not multiples of the block",
+    "nondeterministic": "outputs differ from run to run on the same inputs",
+    "stochastic": "random outputs from another RNG stream than the reference's",
+}
+
+
+def _trend_words(trend: dict) -> str:
+    steps = ", ".join(f"{fmt(e)} at {n}" for n, e in zip(trend["sizes"], trend["rel_l2"]))
+    return f"relative L2 error grows with dimension {trend['dim']}: {steps}"
 
 
 def resource_row(v: IrVariant) -> tuple:

@@ -1,0 +1,170 @@
+"""The facts of a whole check and the one verdict they add up to (pure: no torch).
+
+Per-case facts (`CaseResult`) say what went wrong where; these say what the cases have in
+common: errors only with strided inputs, only in the tail tile, only at irregular shapes, an
+error that grows with one dimension, run-to-run differences, another random stream. The verdict
+is the most specific of them, a short phrase with the fix to try (`FIXES`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from workbench.catalog.spec import DEFAULT_TOLERANCES
+
+if TYPE_CHECKING:
+    from workbench.check.result import CaseResult
+
+CORRECT = "correct"
+STRIDES = "assumes contiguous inputs"
+TAIL = "tail not covered (missing mask)"
+IRREGULAR = "wrong only at irregular shapes"
+SCALE = "kept values scaled wrongly"
+KEEP_RATE = "keep rate off"
+UNWRITTEN = "outputs not written"
+PADDING = "reads outside its inputs"
+NONFINITE = "NaN/Inf produced"
+NONDETERMINISTIC = "not deterministic"
+TREND = "error grows with size (low-precision accumulation)"
+STREAM = "same distribution, different RNG stream"
+WRONG = "wrong results"
+RAISED = "raised errors"
+NOT_RUN = "not run (every case skipped)"
+
+FIXES = {
+    STRIDES: "pass the strides to the kernel and use them in its address arithmetic, or call "
+    ".contiguous() on the inputs in the wrapper",
+    TAIL: "mask every tl.load and tl.store with offs < n (other= on loads) and size the grid "
+    "with triton.cdiv",
+    IRREGULAR: "check masks, grid and index arithmetic for sizes that are not multiples of the "
+    "block (triton.cdiv, offs < n on every dimension)",
+    SCALE: "scale kept values by 1 / keep rate, the reference's factor",
+    KEEP_RATE: "keep an element with the reference's probability (1 - p): compare the draw with "
+    "p the way the reference does",
+    UNWRITTEN: "cover every output element: the grid (triton.cdiv of each size by its block) "
+    "and the store mask",
+    PADDING: "index every input with its strides (or call .contiguous() in the wrapper) and "
+    "mask loads at the input's end",
+    NONFINITE: "guard divisions and logs with an epsilon, subtract the row max before exp, "
+    "and accumulate in fp32",
+    NONDETERMINISTIC: "replace tl.atomic_add across programs by a two-pass reduction "
+    "(per-block partials, then one combine)",
+    TREND: "accumulate in fp32 (tl.zeros(..., dtype=tl.float32)) and round once at the store",
+    STREAM: "nothing to fix; to compare element by element, let the reference rebuild the "
+    "kernel's keep-mask from the same seed",
+    RAISED: "read the case errors: each names its file and line",
+}
+
+REGULAR_MULTIPLE = 16
+"""A shape with every size a multiple of this is regular, unless its set is named otherwise:
+the smallest block a kernel tiles with."""
+TREND_MIN_SPAN, TREND_MIN_GROWTH = 8, 4
+TREND_FLOOR = 0.01
+"""Of the dtype's default L2 bound: errors below it count as this much (rounding noise, or
+exactly 0 at a small size), so a trend must rise well above it."""
+
+
+def stride_only(cases: Sequence[CaseResult]) -> bool:
+    failed = [c for c in cases if c.status == "failed"]
+    contiguous_ok = {
+        (c.shape_set, tuple(c.shape), c.dtype)
+        for c in cases
+        if c.layout == "contiguous" and c.status == "passed"
+    }
+    return bool(failed) and all(
+        c.layout == "strided" and (c.shape_set, tuple(c.shape), c.dtype) in contiguous_ok
+        for c in failed
+    )
+
+
+def boundary_only(cases: Sequence[CaseResult]) -> bool:
+    failed = [c for c in cases if c.status == "failed"]
+    return bool(failed) and all(c.boundary_only for c in failed)
+
+
+def irregular(case: CaseResult) -> bool:
+    """A shape not a multiple of a block: the set's name says so ("regular", "irregular" or
+    "derived", the irregular shapes made from a three-name module's inputs), else its sizes."""
+    if case.shape_set in ("irregular", "derived"):
+        return True
+    if case.shape_set == "regular":
+        return False
+    return any(size % REGULAR_MULTIPLE for size in case.shape)
+
+
+def irregular_only(cases: Sequence[CaseResult]) -> bool:
+    """Every failure at an irregular shape, and the regular shapes all ran and passed."""
+    failed = [c for c in cases if c.status == "failed"]
+    regular = [c for c in cases if c.status != "skipped" and not irregular(c)]
+    return (
+        bool(failed)
+        and bool(regular)
+        and all(irregular(c) for c in failed)
+        and all(c.status == "passed" for c in regular)
+    )
+
+
+def nondeterministic(cases: Sequence[CaseResult]) -> bool:
+    """Run-to-run differences; a kernel drawing a fresh random stream per call is exempt."""
+    return any(c.deterministic is False and c.stochastic is None for c in cases)
+
+
+def error_trend(cases: Sequence[CaseResult]) -> dict | None:
+    """The relative L2 error growing more than TREND_MIN_GROWTH-fold across at least a
+    TREND_MIN_SPAN-fold growth of one dimension, the others fixed (contiguous cases of one
+    dtype): the signature of accumulating in low precision. The steepest such trend."""
+    groups: dict[tuple, dict[int, float]] = {}
+    for c in cases:
+        if c.layout != "contiguous" or c.status not in ("passed", "failed") or c.stochastic:
+            continue
+        if c.rel_l2 is None or c.rel_l2 != c.rel_l2 or c.rel_l2 == float("inf"):
+            continue
+        for dim, size in enumerate(c.shape):
+            others = (*c.shape[:dim], *c.shape[dim + 1 :])
+            by_size = groups.setdefault((c.dtype, len(c.shape), dim, others), {})
+            by_size[size] = max(by_size.get(size, 0.0), c.rel_l2)
+    best: dict | None = None
+    steepest = float(TREND_MIN_GROWTH)
+    for (dtype, _, dim, _), by_size in groups.items():
+        sizes = sorted(by_size)
+        floor = TREND_FLOOR * DEFAULT_TOLERANCES.get(dtype, DEFAULT_TOLERANCES["float32"]).rel_l2
+        first, last = max(by_size[sizes[0]], floor), by_size[sizes[-1]]
+        if sizes[-1] >= TREND_MIN_SPAN * sizes[0] and last / first > steepest:
+            steepest = last / first
+            best = {"dim": dim, "sizes": sizes, "rel_l2": [by_size[s] for s in sizes]}
+    return best
+
+
+def verdict(cases: Sequence[CaseResult], facts: dict) -> str:
+    """The one phrase for the whole check, the most specific fact first. `facts` holds the
+    summary's booleans and error_trend."""
+    ran = [c for c in cases if c.status != "skipped"]
+    failed = [c for c in ran if c.status == "failed"]
+    if not ran:
+        return NOT_RUN
+    if not failed:
+        if any(c.status == "error" for c in ran):
+            return RAISED
+        if facts["nondeterministic"]:
+            return NONDETERMINISTIC
+        return STREAM if facts["stochastic"] else CORRECT
+    if facts["stride_only_errors"]:
+        return STRIDES
+    if facts["boundary_only_errors"]:
+        return TAIL
+    if facts["irregular_only_errors"]:
+        return IRREGULAR
+    streams = [c.stochastic for c in failed if c.stochastic]
+    if any(not s["scale_ok"] for s in streams):
+        return SCALE
+    if any(not s["rate_ok"] for s in streams):
+        return KEEP_RATE
+    for count, phrase in (("unwritten", UNWRITTEN), ("read_padding", PADDING)):
+        if any(getattr(c, count) for c in failed):
+            return phrase
+    if any(c.nonfinite for c in failed):
+        return NONFINITE
+    if facts["nondeterministic"]:
+        return NONDETERMINISTIC
+    return TREND if facts["error_trend"] else WRONG
