@@ -37,8 +37,10 @@ def _outcome(name: str) -> dict:
 
 
 def _diagnosis() -> Diagnosis:
-    """What `diagnose pitfall_spill` gives on the H100: the spill ncu measured, with the
-    launched config's neighbours as the alternatives a trial would time, and an info finding."""
+    """A diagnosis as the H100 gives one for the spilling matmul (the spill ncu measured, the
+    launched config's neighbours as the alternatives a trial would time, an info finding), its
+    texts holding markup characters. `report/diagnose_cpu_pitfall_spill.json` is a real one,
+    made here from the H100's ncu report."""
     spill = Finding(
         id="register-spill",
         title="registers spill: 290,048 spill instructions moved 70.7 MB & more <local> traffic",
@@ -60,7 +62,7 @@ def _diagnosis() -> Diagnosis:
     )
     info = Finding("roofline", "compute-bound at 0.15x of the matmul rate", "info", {})
     return Diagnosis(
-        "pitfall_spill",
+        EVIL,
         [spill, info],
         roofline={"bound": "compute", "ratio": 0.15, "text": "compute-bound at 0.15x of 744 TF"},
         routing="keep the Triton kernel once it stops spilling: the library matmul is 5x faster",
@@ -109,7 +111,9 @@ def _fill(reports: Path) -> None:
     put("ir", "pitfall_spill", _outcome("ir_gpu_resources_pitfall_spill.json")["result"], T0)
     summary = session.import_file(str(FIXTURES / "ncu_spill.ncu-rep"))
     saved.record_import(summary, str(FIXTURES / "ncu_spill.ncu-rep"), None)
-    put("diagnose", "pitfall_spill", _diagnosis().to_dict(), T0 + HOUR, file=SPILL)
+    put("diagnose", EVIL, _diagnosis().to_dict(), T0 + HOUR)
+    diagnosed = _outcome("report/diagnose_cpu_pitfall_spill.json")["result"]
+    put("diagnose", "pitfall_spill", diagnosed, T0 + HOUR, file=SPILL)
     put("diagnose-try", "pitfall_spill", _trial(), T0 + 2 * HOUR, file=SPILL)
 
     put("check", "layer_norm", check_ok, T0)
@@ -167,11 +171,17 @@ def test_bench_sweep_resources_profile_and_diagnosis_from_real_results(report):
 
     spill = _page(report, "pitfall_spill")
     assert "255" in spill and "registers" in spill  # the H100 ir result's resources
-    assert "RegisterSpilling" in spill  # ncu's rule, from the imported report
+    assert "TheoreticalOccupancy" in spill  # ncu's rule, from the imported report
     assert "pitfall_spill.py:47" in spill  # the hot line and the diagnosis' finding
-    assert "keep the Triton kernel once it stops spilling" in spill
-    assert "5.29x" in spill  # the trial's before and after
+    assert "the grid (32 programs) leaves 100 of 132 SMs idle" in spill  # ranked first
+    assert "latency-bound: no unit near its peak" in spill  # its roofline placement
+    assert "num_warps=8" in spill and "UncoalescedSharedAccess" in spill  # alternatives, ncu
     assert "python -m workbench diagnose pitfall_spill --try register-spill" in spill
+    assert "5.29x" in spill  # the trial's before and after
+
+    evil = _page(report, EVIL)
+    assert "keep the Triton kernel once it stops spilling" in evil
+    assert "BLOCK_M=128,BLOCK_N=128,BLOCK_K=32" in evil  # the alternatives' table
 
     online = _page(report, "softmax_online")
     assert "ended timeout: hung" in online and "ERROR" in online
@@ -199,10 +209,10 @@ def test_names_and_texts_are_escaped_and_file_names_safe(report):
         if report.format == "md":  # a code span shows its text literally: markup is inert there
             text = re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", text)
         assert "<script" not in text and "&lt;script&gt;" in text
-    spill = next(k for k in report.kernels if k.kernel == "pitfall_spill").page.read_text()
-    assert "<local>" not in spill and "&lt;local&gt;" in spill and "&amp; more" in spill
+    page = evil.page.read_text()  # its diagnosis' texts hold & < >
+    assert "<local>" not in page and "&lt;local&gt;" in page and "&amp; more" in page
     if report.format == "html":
-        assert "&lt;256&gt;" in spill and "alert(&quot;x&quot;)" in report.index.read_text()
+        assert "&lt;256&gt;" in page and "alert(&quot;x&quot;)" in report.index.read_text()
 
 
 def test_a_corrupt_stored_result_is_reported_and_the_rest_is_written(report):

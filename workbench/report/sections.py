@@ -18,6 +18,7 @@ from pathlib import Path
 from workbench.bench import history
 from workbench.bench import report as benchreport
 from workbench.bench.result import BenchRecord, BenchResult
+from workbench.loop.trial import alternatives
 from workbench.profilers.saved import PROFILE_KINDS
 from workbench.report import collect, plots
 from workbench.report.collect import UNREADABLE, Found, Kernel
@@ -383,7 +384,8 @@ class _Builder:
         d = found.value
         self.add(para(diagview.roofline_text(d.roofline)))
         if d.findings:
-            self.add(table(diagview.FINDING_HEADERS, diagview.finding_rows(d.findings)))
+            rows = [(*r, f.title) for r, f in zip(diagview.finding_rows(d.findings), d.findings)]
+            self.add(table((*diagview.FINDING_HEADERS, "title"), rows))
         else:
             self.add(para("No findings."))
         for i, f in enumerate(d.findings, 1):
@@ -394,26 +396,11 @@ class _Builder:
                 self.add(para(f"Evidence: {ev}"))
             if f.fix:
                 self.add(para(f"Fix: {f.fix}"))
-            alts = f.evidence.get("alternatives") or []
-            if alts:
-                rows = [
-                    (
-                        a.get("label", ""),
-                        fmt(a.get("regs")),
-                        fmt(a.get("spill_bytes")),
-                        fmt(a.get("ms")),
-                    )
-                    for a in alts
-                ]
-                self.add(table(("config", "regs", "spill B", "ms"), rows))
+            if alts := alternatives(f):
+                self.add(table(ALTERNATIVE_HEADERS, [_alternative_row(a) for a in alts]))
             if f.fix_id:
-                self.add(
-                    para(
-                        "Try it: ",
-                        Code(self.k.command("diagnose", f" --try {f.id}")),
-                        " (GPU host).",
-                    )
-                )
+                command = self.k.command("diagnose", f" --try {f.id}")
+                self.add(para("Try it: ", Code(command), " (GPU host)."))
         if d.routing:
             self.add(para(f"Routing: {d.routing}"))
         if d.agreement:
@@ -501,6 +488,8 @@ LAUNCH_HEADERS = (
     "graph correct",
 )
 FINDING_HEADERS = ("severity", "finding", "where", "title", "fix")
+ALTERNATIVE_HEADERS = ("instead", "regs", "spill B", "occupancy %", "ms")
+"""A config fix's alternatives, as `views.diagnosis` shows them."""
 
 
 def _bench_row(rec: BenchRecord, run_id: str) -> tuple[str, ...]:
@@ -538,6 +527,16 @@ def _launch_row(rec: BenchRecord) -> tuple[str, ...]:
         fmt(d.get("eager_ms"), 4),
         fmt(d.get("graph_ms"), 4),
         "-" if correct is None else "yes" if correct else f"NO: {d.get('graph_problem', '')}",
+    )
+
+
+def _alternative_row(a: dict) -> tuple[str, ...]:
+    return (
+        a.get("change") or a.get("label", ""),
+        fmt(a.get("regs")),
+        fmt(a.get("spill_bytes")),
+        fmt(a.get("occupancy")),
+        fmt(a.get("ms")),
     )
 
 
