@@ -1,98 +1,344 @@
-"""The TUI, driven headlessly with Textual's Pilot; work runs through the real job runner."""
+"""The TUI, driven headlessly with Textual's Pilot on CPU: jobs run through the real job runner
+(interpreter, cross-compilation), stored results are real H100 fixtures recorded in this test's
+store."""
 
 from __future__ import annotations
 
+import asyncio
 import io
+import json
+import os
+import shutil
 import subprocess
 import sys
+import time
 
 from conftest import FAULTY, FIXTURES, ROOT
-from rich.text import Text
 from textual.widgets import DataTable, Static
 
+from workbench.bench.result import BenchRecord, BenchResult, Ceilings
+from workbench.check.result import CaseResult, CheckReport
+from workbench.run.store import RunRecord, Store
 from workbench.tui.app import WorkbenchApp
+from workbench.tui.widgets.kernel_list import KernelList
+
+PITFALLS = str(ROOT / "kernels" / "pitfalls")
 
 
-def test_ui_process_imports_no_torch():
-    code = "import sys, workbench.tui.app; print('torch' in sys.modules, 'triton' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
-    assert out.stdout.split() == ["False", "False"]
+def record(
+    kind: str,
+    kernel: str,
+    result: dict | None = None,
+    *,
+    started: float | None = None,
+    summary: dict | None = None,
+    run_id: str | None = None,
+    file: str | None = None,
+    artifacts: str | None = None,
+) -> None:
+    """A run in this test's store, as a job would have left it."""
+    Store().record(
+        RunRecord(
+            id=run_id or f"{kind}-{kernel}",
+            kind=kind,
+            kernel=kernel,
+            file=file,
+            params={},
+            status="ok",
+            started=time.time() if started is None else started,
+            seconds=1.5,
+            host="test",
+            mode="gpu",
+            summary=summary if summary is not None else (result or {}).get("summary"),
+            result=result,
+            problem=None,
+            artifacts=artifacts,
+        )
+    )
 
 
-async def test_kernel_list_and_a_check_with_its_verdict():
-    app = WorkbenchApp([str(FAULTY / "faults.py")])
-    async with app.run_test(size=(160, 40)) as pilot:
-        kernels = app.query_one("#kernels", DataTable)
-        names = [kernels.get_row_at(i)[0] for i in range(kernels.row_count)]
-        assert "fault_strided" in names
-        for _ in range(names.index("fault_strided")):
-            await pilot.press("down")
-        assert app.check_action("cancel", ()) is None  # nothing to cancel yet
-        await pilot.press("c")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        cases = app.query_one("#cases", DataTable)
-        statuses = sorted(cases.get_row_at(i)[0] for i in range(cases.row_count))
-        assert statuses == ["failed", "passed"]
-        verdict = app.query_one("#verdict", Static).render()
-        assert "NOT CORRECT" in str(verdict) and "stride only errors" in str(verdict)
+def check_result(kernel: str, statuses: list[str]) -> dict:
+    cases = [
+        CaseResult.from_dict(
+            {
+                "shape_set": "regular",
+                "shape": [4096 * (i + 1)],
+                "dtype": "float32",
+                "layout": "contiguous",
+                "status": status,
+                "max_abs_diff": 0.0 if status == "passed" else 0.5,
+                "rel_l2": 0.0 if status == "passed" else 0.1,
+            }
+        )
+        for i, status in enumerate(statuses)
+    ]
+    return CheckReport(kernel, "NVIDIA H100 80GB HBM3", "gpu", cases).to_dict()
 
 
-async def test_broken_modules_show_with_their_cause():
-    app = WorkbenchApp([str(FAULTY)])
-    async with app.run_test(size=(160, 40)):
-        problems = app.query_one("#problems", Static).render()
-        text = problems.plain if isinstance(problems, Text) else str(problems)
-        assert "syntax_error.py:4" in text and "definitely_not_installed_pkg" in text
+def h100_bench(kernel: str = "vector_add") -> dict:
+    """The bench of vector_add on the H100 (tests/fixtures), as its bench job returns it."""
+    doc = json.loads((FIXTURES / "bench_h100_vector_add.json").read_text())
+    records = [BenchRecord.from_dict({**r, "name": kernel}) for r in doc["records"]]
+    ceilings = Ceilings.from_dict(doc["ceilings"])
+    return BenchResult(kernel, doc["device"], ceilings, records).to_dict()
 
 
-async def test_cancel_ends_a_hanging_check():
-    app = WorkbenchApp([str(FAULTY / "faults.py")])
-    async with app.run_test(size=(160, 40)) as pilot:
-        kernels = app.query_one("#kernels", DataTable)
-        names = [kernels.get_row_at(i)[0] for i in range(kernels.row_count)]
-        for _ in range(names.index("fault_hang")):
-            await pilot.press("down")
-        await pilot.press("c")
-        await pilot.pause(2.5)
-        assert app.check_action("cancel", ()) is True
-        await pilot.press("x")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        assert "cancelled" in str(app.query_one("#verdict", Static).render())
+async def settle(app: WorkbenchApp, pilot, timeout: float = 120) -> None:  # type: ignore[no-untyped-def]
+    """Wait until the app's job queue is idle and the screen has caught up."""
+    assert await asyncio.to_thread(app.queue.wait_idle, timeout)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
 
 
-async def test_resources_and_ir_of_the_spilling_kernel():
-    from textual.widgets import TextArea
-
-    app = WorkbenchApp([str(ROOT / "kernels" / "pitfalls")])
-    async with app.run_test(size=(160, 40)) as pilot:
-        kernels = app.query_one("#kernels", DataTable)
-        names = [kernels.get_row_at(i)[0] for i in range(kernels.row_count)]
-        assert names.index("pitfall_spill") == 0
-        await pilot.press("s")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        rows = app.query_one("#resources", DataTable)
-        spills = [int(rows.get_row_at(i)[2]) for i in range(rows.row_count)]
-        assert spills and spills[0] > 0
-        assert "register-spill" in str(app.query_one("#findings", Static).render())
-        await pilot.press("i")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        area = app.query_one("#ir", TextArea)
-        assert "tt.dot" in area.text and "ttir" in str(area.border_title)
-        await pilot.press("right_square_bracket")
-        assert "ttgir" in str(area.border_title) and "ttg." in area.text
+async def until(pilot, done, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    """Let the app run until `done()` holds (work it does after its first paint)."""
+    end = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < end, "timed out"
+        await pilot.pause(0.05)
 
 
-def _text(widget: Static) -> str:
+def text(widget: Static) -> str:
     """A Static's content as plain text, whatever renderable it holds."""
     from rich.console import Console
 
-    console = Console(width=200, record=True, file=io.StringIO())
+    console = Console(width=400, record=True, file=io.StringIO())
     console.print(widget.content)
     return console.export_text()
+
+
+def head(app: WorkbenchApp, tab: str) -> str:
+    return text(app.screen.pane(tab).query_one(".head", Static))
+
+
+async def select(app: WorkbenchApp, pilot, name: str) -> None:  # type: ignore[no-untyped-def]
+    kernels = app.screen.query_one(KernelList)
+    kernels.move_cursor(row=[e.name for e in kernels.entries].index(name))
+    await pilot.pause()
+
+
+def column(table: DataTable, index: int) -> list[str]:
+    return [str(table.get_row_at(i)[index]) for i in range(table.row_count)]
+
+
+def test_ui_process_imports_no_torch():
+    code = (
+        "import sys, workbench.tui.app, workbench.tui.commands\n"
+        "from workbench.tui.tabs import TABS, pane_class\n"
+        "[pane_class(t) for t in TABS]\n"
+        "print('torch' in sys.modules, 'triton' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.stdout.split() == ["False", "False"], out.stderr
+
+
+async def test_kernel_list_status_filter_sort_and_keys():
+    """Status columns come from the store; `/` filters, a header click sorts, Home/End go to
+    the ends, `r` keeps the selection."""
+    record("check", "vector_add", check_result("vector_add", ["passed", "passed"]))
+    record("check", "softmax", check_result("softmax", ["passed", "failed"]))
+    record("bench", "vector_add", h100_bench())
+    record("cache", "softmax", summary={"compile_dirs": 2, "autotune": 3, "dead": 2})
+    app = WorkbenchApp()
+    async with app.run_test(size=(170, 45)) as pilot:
+        await until(pilot, lambda: app.screen.status)
+        kernels = app.screen.query_one(KernelList)
+        rows = {kernels.get_row_at(i)[0]: kernels.get_row_at(i) for i in range(kernels.row_count)}
+        assert rows["vector_add"][1:3] == ["ok", "101%"]
+        assert rows["softmax"][1] == "FAIL" and rows["softmax"][4] == "stale"
+        assert rows["gelu"][1:5] == ["-", "-", "-", "-"]
+
+        await pilot.press("end")
+        assert kernels.selected.name == column(kernels, 0)[-1]
+        await pilot.press("home")
+        assert kernels.cursor_row == 0
+
+        await pilot.press("slash", *"soft")
+        await pilot.pause()
+        assert column(kernels, 0) == ["softmax", "softmax_online"]
+        await pilot.press("enter", "down")
+        assert kernels.selected.name == "softmax_online"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert kernels.row_count > 2 and kernels.selected.name == "softmax_online"
+        await pilot.press("r")  # reload keeps the selected kernel
+        await pilot.pause()
+        assert kernels.selected.name == "softmax_online"
+
+        roof = sum(c.get_render_width(kernels) for c in kernels.ordered_columns[:2]) + 1
+        await pilot.click(KernelList, offset=(roof, 0))
+        await pilot.pause()
+        assert column(kernels, 0)[0] == "vector_add"  # the only kernel with a roofline
+        await pilot.press("S")  # keys sort too: the next column, findings
+        await pilot.pause()
+        assert app.screen.sort_column == "find"
+
+
+async def test_jobs_outlive_switches_queue_and_cancel():
+    """A hanging check runs while a check of another kernel waits; both keep to their kernel
+    across kernel and tab switches; `x` cancels the hang and the queued one runs, with the
+    options chosen for its kernel (float32 only)."""
+    app = WorkbenchApp([str(FAULTY / "faults.py")])
+    async with app.run_test(size=(170, 45), notifications=True) as pilot:
+        await select(app, pilot, "fault_hang")
+        await pilot.press("c")
+        await select(app, pilot, "fault_free_copy")
+        await pilot.press("o")
+        await pilot.pause()
+        options = app.screen  # the options of fault_free_copy
+        options.query_one("#opt-dtype").value = "float32"
+        await pilot.click("#opt-keep")
+        await pilot.pause()
+        assert "dtype float32" in text(app.screen.query_one("#kernel-head", Static))
+        await pilot.press("c")
+        await pilot.pause()
+        assert "queued behind check fault_hang" in str([n.message for n in app._notifications])
+        assert "check of fault_free_copy: queued" in head(app, "check")
+
+        await pilot.press("4")  # another tab and back: the queue is the app's
+        await pilot.press("1")
+        await select(app, pilot, "fault_hang")
+        assert "check of fault_hang: running" in head(app, "check")
+        await pilot.pause(1.5)
+        assert app.screen.check_action("cancel", ()) is True
+        await pilot.press("j")
+        await pilot.pause()
+        jobs = app.screen.query_one("#jobs-table", DataTable)
+        assert column(jobs, 1) == ["check", "check"]
+        assert column(jobs, 3) == ["queued", "running"]
+        await pilot.press("escape", "x")
+        await settle(app, pilot)
+
+        assert "[cancelled]" in head(app, "check") and "run it again" in head(app, "check")
+        await select(app, pilot, "fault_free_copy")
+        cases = app.screen.pane("check").query_one("#cases", DataTable)
+        assert cases.row_count and set(column(cases, 1)) == {"float32"}
+        assert "fault_free_copy: CORRECT" in head(app, "check")
+        assert (
+            app.screen.query_one(KernelList).get_row_at(
+                app.screen.query_one(KernelList).cursor_row
+            )[1]
+            == "ok"
+        )
+
+
+async def test_a_kernel_that_does_not_compile_shows_its_error_where_the_ir_would_be():
+    app = WorkbenchApp([str(FAULTY / "faults.py")])
+    async with app.run_test(size=(170, 45)) as pilot:
+        await select(app, pilot, "fault_compile")
+        await pilot.press("i")
+        await settle(app, pilot)
+        shown = head(app, "ir")
+        assert "0 of 1 config(s) compiled" in shown and "1 did not compile" in shown
+        assert "(user-code): " in shown and "faults.py:23: Triton could not compile" in shown
+        assert "remedy: fix the kernel source at faults.py:23" in shown
+        source = app.screen.pane("ir").query_one("#ir-source")
+        assert source.kinds == {23: "removed"} and source.cursor == 23
+        await pilot.press("3")
+        await pilot.pause()
+        assert "faults.py:23" in head(app, "resources")
+        resources = app.screen.pane("resources").query_one("#resources", DataTable)
+        assert column(resources, 7) == ["did not compile"]
+
+        await select(app, pilot, "fault_raises")  # another kernel: its own (empty) tab
+        assert head(app, "resources").startswith("no resources of fault_raises yet: s runs it")
+
+
+async def test_ir_tab_follows_a_python_line_searches_and_diffs_two_configs():
+    from workbench.tui.widgets.code_view import CodeView
+    from workbench.views import irview
+
+    app = WorkbenchApp([str(FIXTURES / "sweep_three_name.py")])
+    async with app.run_test(size=(170, 45)) as pilot:
+        await pilot.press("i")
+        await settle(app, pilot)
+        pane = app.screen.pane("ir")
+        source = pane.query_one("#ir-source", CodeView)
+        code = pane.query_one("#ir-code", CodeView)
+        assert "2 of 3 config(s) compiled" in head(app, "ir")
+        assert "must be a power of 2" in head(app, "ir")  # the third config, with its line
+
+        await pilot.press("enter")  # into the tab: the source view
+        assert source.has_focus
+        source.go_to(20)  # tl.store(...)
+        await pilot.pause()
+        ttir = irview.ir_lines(pane.variant, "ttir", 20)
+        assert ttir and code.marks == set(ttir)
+        assert "line 20 -> " in text(pane.query_one("#ir-status", Static))
+        await pilot.press("right_square_bracket")  # the same line, followed into TTGIR
+        assert pane.stage == "ttgir"
+        assert code.marks == set(irview.ir_lines(pane.variant, "ttgir", 20)) != set()
+
+        code.focus()
+        code.go_to(sorted(code.marks)[0])  # and back: an IR line finds its Python line
+        await pilot.pause()
+        assert source.cursor == 20
+
+        await pilot.press("slash", *"tt.load", "enter")
+        await pilot.pause()
+        assert code.matches and all("tt.load" in code.lines[n - 1] for n in code.matches)
+        assert code.cursor in code.matches
+        await pilot.press("v")
+        assert pane.index == 1 and "config 2/2: BLOCK=1024" in text(pane.query_one("#ir-status"))
+
+        await pilot.press("d")
+        await pilot.pause()
+        await pilot.click("#pick-go")
+        await pilot.pause()
+        assert pane.diff is not None
+        assert any(line.startswith("regs") for line in source.lines)
+        assert "added" in code.kinds.values() or "removed" in code.kinds.values()
+        await pilot.press("escape")
+        assert pane.diff is None
+
+
+async def test_resources_of_the_spilling_kernel():
+    app = WorkbenchApp([PITFALLS])
+    async with app.run_test(size=(170, 45)) as pilot:
+        await select(app, pilot, "pitfall_spill")
+        await pilot.press("s")
+        await settle(app, pilot)
+        rows = app.screen.pane("resources").query_one("#resources", DataTable)
+        assert int(column(rows, 2)[0]) > 0
+        findings = text(app.screen.pane("resources").query_one("#findings", Static))
+        assert "register-spill" in findings
+
+
+async def test_sweep_tab_and_n_on_a_config():
+    """`t` sweeps the kernel's own configs (statically here); `n` is greyed without a GPU."""
+    app = WorkbenchApp([str(FIXTURES / "sweep_three_name.py")])
+    async with app.run_test(size=(170, 45)) as pilot:
+        await pilot.press("t")
+        await settle(app, pilot)
+        assert app.screen.active_tab.id == "sweep"
+        rows = app.screen.pane("sweep").query_one("#sweep-rows", DataTable)
+        configs = column(rows, 1)
+        assert len(configs) == 3 and all("BLOCK=" in c for c in configs), configs
+        assert "sweep sweep_three_name: 3 config(s)" in head(app, "sweep")
+        assert app.screen.check_action("in_tab", ("sweep", "profile_row")) is None
+
+
+async def test_n_profiles_the_highlighted_sweep_config_on_a_gpu_host(monkeypatch):
+    """On a GPU host `n` on the Sweep tab runs ncu on the highlighted row (pinned, at its shape)
+    through the profile session; here ncu is missing, and the refusal shows in the Profile tab."""
+    monkeypatch.setenv("WORKBENCH_DEVICE", "cuda")
+    monkeypatch.setenv("WORKBENCH_NCU", str(ROOT / "no-such-ncu"))
+    recorded = json.loads((FIXTURES / "sweep_h100_matmul16.json").read_text())["result"]
+    record("sweep", "sweep_three_name", recorded)
+    app = WorkbenchApp([str(FIXTURES / "sweep_three_name.py")])
+    async with app.run_test(size=(170, 45)) as pilot:
+        await pilot.press("5")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        pane = app.screen.pane("sweep")
+        assert pane.highlighted()["label"] == recorded["shapes"]["4096x4096x4096"]["best"]
+        assert app.screen.check_action("in_tab", ("sweep", "profile_row")) is True
+        await pilot.press("n")
+        await settle(app, pilot)
+        assert app.screen.active_tab.id == "profile"
+        assert app.queue.tasks[-1].extra["case"] == "4096x4096x4096:bfloat16"
+        shown = head(app, "profile")
+        assert "tool-missing" in shown or "WORKBENCH_NCU" in shown, shown
 
 
 def _import(report: str) -> None:
@@ -104,127 +350,120 @@ def _import(report: str) -> None:
 async def test_profile_tab_shows_the_stored_profile_or_how_to_make_one(capsys):
     _import("ncu_spill.ncu-rep")  # the CLI's import path records it in this test's store
     capsys.readouterr()
-    app = WorkbenchApp([str(ROOT / "kernels" / "pitfalls")])
-    async with app.run_test(size=(160, 50)) as pilot:
-        assert app.query_one("#kernels", DataTable).get_row_at(0)[0] == "pitfall_spill"
-        await pilot.press("p")
-        await pilot.pause()
-        assert app.query_one("#tabs").active == "tab-profile"
-        assert "ncu_spill.ncu-rep" in _text(app.query_one("#profile-source", Static))
-        table = app.query_one("#profile-kernels", DataTable)
-        facts = dict(table.get_row_at(i) for i in range(table.row_count))  # fact -> launch #0
-        assert facts["regs"] == "255" and facts["spill inst"] == "290,048"
-        assert facts["occ% th/ach"] == "12.5/6.25" and facts["limiter"] == "registers"
-        findings = _text(app.query_one("#profile-findings", Static))
-        assert "register-spill" in findings and "pitfall_spill.py:47" in findings
-        assert "maxnreg" in findings and "255 registers/thread" in findings
-        rules = app.query_one("#profile-rules", DataTable)
-        assert rules.get_row_at(0)[1] == "TheoreticalOccupancy"
-        assert app.query_one("#profile-lines", DataTable).get_row_at(0)[1] == "pitfall_spill.py:47"
-        await pilot.press("down")  # the fixed twin has no stored profile
-        await pilot.pause()
-        source = _text(app.query_one("#profile-source", Static))
-        assert "no profile stored for pitfall_spill_fixed" in source
-        assert "python -m workbench profile pitfall_spill_fixed" in source
-        assert "profile --import FILE" in source
-        assert not app.query_one("#profile-kernels", DataTable).display
-
-
-async def test_profile_on_a_gpu_host_runs_through_the_session_and_reports_refusal(
-    monkeypatch, capsys
-):
-    """On a GPU host `p` starts the CLI's ncu run; here ncu is missing, so the session refuses
-    it with its own problem, and the stored profile stays on screen."""
-    _import("ncu_spill.ncu-rep")
-    capsys.readouterr()
-    monkeypatch.setenv("WORKBENCH_DEVICE", "cuda")
-    monkeypatch.setenv("WORKBENCH_NCU", str(ROOT / "no-such-ncu"))
-    app = WorkbenchApp([str(ROOT / "kernels" / "pitfalls")])
-    async with app.run_test(size=(160, 50)) as pilot:
-        await pilot.press("p")
+    app = WorkbenchApp([PITFALLS])
+    async with app.run_test(size=(170, 50), notifications=True) as pilot:
+        await select(app, pilot, "pitfall_spill")
+        await pilot.press("p")  # greyed here: shows the tab and says why nothing runs
         await app.workers.wait_for_complete()
         await pilot.pause()
-        verdict = _text(app.query_one("#verdict", Static))
-        assert "tool-missing" in verdict and "WORKBENCH_NCU" in verdict
-        assert app.check_action("profile", ()) is True  # not busy any more
-        assert "register-spill" in _text(app.query_one("#profile-findings", Static))
+        assert app.screen.active_tab.id == "profile" and not app.queue.tasks
+        assert "needs a CUDA GPU" in str([n.message for n in app._notifications])
+        assert "ncu_spill.ncu-rep" in head(app, "profile")
+        pane = app.screen.pane("profile")
+        facts = dict(pane.query_one("#profile-kernels", DataTable).get_row_at(i) for i in range(9))
+        assert facts["regs"] == "255" and facts["spill inst"] == "290,048"
+        findings = text(pane.query_one("#profile-findings", Static))
+        assert "register-spill" in findings and "pitfall_spill.py:47" in findings
+        assert pane.query_one("#profile-lines", DataTable).get_row_at(0)[1] == "pitfall_spill.py:47"
+        await select(app, pilot, "pitfall_spill_fixed")  # no profile stored: says how to get one
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        shown = head(app, "profile")
+        assert "no profile stored for pitfall_spill_fixed" in shown and "--import FILE" in shown
+        assert not pane.query_one("#profile-kernels", DataTable).display
 
 
-async def test_cache_tab_and_a_result_marked_stale_once_its_file_changes(tmp_path, monkeypatch):
-    """`k` reads the Triton cache with the kernel's recomputed keys; after the kernel's file is
-    edited, the verdict on screen says it no longer describes the code on disk."""
-    import os
-    import shutil
+async def test_profile_on_a_gpu_host_is_refused_with_the_sessions_own_problem(monkeypatch):
+    monkeypatch.setenv("WORKBENCH_DEVICE", "cuda")
+    monkeypatch.setenv("WORKBENCH_NCU", str(ROOT / "no-such-ncu"))
+    app = WorkbenchApp([PITFALLS])
+    async with app.run_test(size=(170, 45)) as pilot:
+        await pilot.press("p")
+        await settle(app, pilot)
+        shown = head(app, "profile")
+        assert "[refused]" in shown and "error: WORKBENCH_NCU=" in shown, shown
+        assert "remedy: point WORKBENCH_NCU at the ncu program" in shown
 
-    from workbench.tui.tabs.cache import CachePane
 
+async def test_bench_tab_shows_the_stored_h100_bench_and_b_is_greyed_here():
+    record("bench", "vector_add", h100_bench(), file=str(ROOT / "kernels" / "vector_add.py"))
+    app = WorkbenchApp()
+    async with app.run_test(size=(170, 45)) as pilot:
+        await select(app, pilot, "vector_add")
+        assert app.screen.check_action("run", ("bench",)) is None
+        await pilot.press("b")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        pane = app.screen.pane("bench")
+        rows = pane.query_one("#bench-rows", DataTable)
+        assert column(rows, 1) == ["float32", "float16", "bfloat16"]
+        assert column(rows, 6)[0] == "1.01"
+        bars = text(pane.query_one("#bench-bars", Static))
+        assert "█" * 24 in bars and "101% of roofline" in bars and "Measured ceilings" in bars
+        assert "stored run bench-vector_add" in head(app, "bench")
+
+
+async def test_cache_tab_and_results_marked_once_the_kernel_file_changes(tmp_path, monkeypatch):
+    """`k` reads the Triton cache with the kernel's recomputed keys; once the kernel's file is
+    edited, the tab and the kernel list say its results describe older code."""
     kernel = tmp_path / "sweep_three_name.py"  # one input: its keys recompute in seconds
     shutil.copy(FIXTURES / "sweep_three_name.py", kernel)
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
     (tmp_path / "triton-cache").mkdir()
     app = WorkbenchApp([str(kernel)])
-    async with app.run_test(size=(160, 50)) as pilot:
+    async with app.run_test(size=(170, 45)) as pilot:
         await pilot.press("k")
-        await app.workers.wait_for_complete()
+        await settle(app, pilot)
+        assert app.screen.active_tab.id == "cache"
+        shown = head(app, "cache")
+        assert "cache " in shown and "compiled" in shown, shown
+        assert "changed since" not in shown
+        os.utime(kernel, (kernel.stat().st_atime, time.time() + 60))
+        app.screen.tick()
         await pilot.pause()
-        assert app.query_one("#tabs").active == "tab-cache"
-        verdict = _text(app.query_one("#verdict", Static))
-        assert "tmp" in verdict or "compiled" in verdict, verdict
-        assert app.query_one(CachePane).query_one("#cache-compiled", DataTable) is not None
-        assert "changed since" not in verdict
-        os.utime(kernel, (kernel.stat().st_atime, kernel.stat().st_mtime + 60))
-        await pilot.pause(2.5)
-        assert "changed since this result" in _text(app.query_one("#verdict", Static))
-
-
-async def test_sweep_tab_compiles_every_config_and_ranks_them():
-    """`t` sweeps the selected kernel's own autotune configs (statically here: no GPU), with
-    each config's row as it lands and the verdict at the end."""
-    from workbench.tui.tabs.sweep import SweepPane
-
-    app = WorkbenchApp([str(FIXTURES / "sweep_three_name.py")])
-    async with app.run_test(size=(160, 50)) as pilot:
-        await pilot.press("t")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        assert app.query_one("#tabs").active == "tab-sweep"
-        rows = app.query_one(SweepPane).query_one("#sweep-rows", DataTable)
-        configs = sorted(str(rows.get_row_at(i)[1]) for i in range(rows.row_count))
-        assert len(configs) == 3 and all("BLOCK=" in c for c in configs), configs
-        verdict = _text(app.query_one("#verdict", Static))
-        assert "run " in verdict and "sweep" in verdict.lower(), verdict
-
-
-async def test_n_profiles_the_highlighted_sweep_config_or_says_why_not(monkeypatch):
-    """On the Sweep tab `n` runs ncu on the highlighted config (pinned, at its shape): greyed
-    without a GPU; on a GPU host it goes through the profile session, which here refuses it
-    for want of ncu, naming the override."""
-    import json
-
-    from workbench.tui.tabs.sweep import SweepPane
-
-    recorded = json.loads((FIXTURES / "sweep_h100_matmul16.json").read_text())["result"]
-    app = WorkbenchApp([str(FIXTURES / "sweep_three_name.py")])
-    async with app.run_test(size=(160, 50)) as pilot:
-        app.query_one("#tabs").active = "tab-sweep"
-        app.query_one(SweepPane).show(recorded)
-        await pilot.pause()
-        assert app.check_action("profile_config", ()) is False  # no GPU here: greyed
-        assert (
-            app.query_one(SweepPane).highlighted()["label"]
-            == recorded["shapes"]["4096x4096x4096"]["best"]
+        assert "sweep_three_name.py changed since this result: run it again (k)" in head(
+            app, "cache"
         )
-    monkeypatch.setenv("WORKBENCH_DEVICE", "cuda")
-    monkeypatch.setenv("WORKBENCH_NCU", str(ROOT / "no-such-ncu"))
-    app = WorkbenchApp([str(FIXTURES / "sweep_three_name.py")])
-    async with app.run_test(size=(160, 50)) as pilot:
-        app.query_one("#tabs").active = "tab-sweep"
-        app.query_one(SweepPane).show(recorded)
+        assert app.screen.query_one(KernelList).get_row_at(0)[5] == "edited"
+
+
+async def test_help_and_palette_come_from_the_keymap():
+    from workbench.tui import keymap
+
+    app = WorkbenchApp([PITFALLS])
+    async with app.run_test(size=(170, 45)) as pilot:
+        await pilot.press("question_mark")
         await pilot.pause()
-        assert app.check_action("profile_config", ()) is True
-        await pilot.press("n")
-        await app.workers.wait_for_complete()
+        table = app.screen.query_one("#help-keys", DataTable)
+        rows = {(r[0], r[1]): r[3] for r in (table.get_row_at(i) for i in range(table.row_count))}
+        assert len(rows) == len(keymap.keymap())
+        greyed = [k for (k, _), state in rows.items() if state.startswith("greyed")]
+        assert sorted(greyed) == ["b", "n", "p"]
+        await pilot.press("escape", "ctrl+p", *"cache")
+        await pilot.pause(0.5)
+        from textual.command import CommandList
+
+        hits = app.screen.query_one(CommandList)
+        assert "Read Triton's caches" in str(hits.get_option_at_index(0).prompt)
+        await pilot.press("escape", "ctrl+p", *"pitfall_spill_fixed")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
         await pilot.pause()
-        assert app.query_one("#tabs").active == "tab-profile"
-        verdict = _text(app.query_one("#verdict", Static))
-        assert "tool-missing" in verdict and "WORKBENCH_NCU" in verdict, verdict
+        assert app.screen.selected.name == "pitfall_spill_fixed"
+
+
+async def test_options_refuse_a_bad_config_with_the_clis_problem():
+    app = WorkbenchApp([PITFALLS])
+    async with app.run_test(size=(170, 45)) as pilot:
+        await pilot.press("o")
+        await pilot.pause()
+        app.screen.query_one("#opt-config").value = "BLOCK_M"
+        await pilot.click("#opt-keep")
+        await pilot.pause()
+        problem = text(app.screen.query_one("#opt-problem", Static))
+        assert "'BLOCK_M' in config is not KEY=VALUE" in problem and "remedy:" in problem
+        app.screen.query_one("#opt-config").value = "BLOCK_M=64,num_warps=8"
+        await pilot.click("#opt-keep")
+        await pilot.pause()
+        entry = app.screen.selected
+        assert app.selections[entry.name].config == "BLOCK_M=64,num_warps=8"

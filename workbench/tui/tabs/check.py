@@ -1,28 +1,33 @@
-"""The Check tab: one row per case as the check runs, the verdict at the end."""
+"""The Check tab: a row per case as the check runs (the CLI's columns), the verdict on top."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.app import ComposeResult
-from textual.containers import Vertical
 from textual.widgets import DataTable
 
-from workbench.check.result import CaseResult, CheckReport
-from workbench.views.rows import CHECK_HEADERS, check_row, check_verdict
+from workbench.check.result import CaseResult
+from workbench.tui.tabs.base import Pane
+from workbench.views.actions import Finished
+from workbench.views.rows import CHECK_HEADERS, check_row
 
 
-class CheckPane(Vertical):
-    def compose(self) -> ComposeResult:
-        yield DataTable(id="cases", zebra_stripes=True)
+class CheckPane(Pane):
+    def body(self) -> ComposeResult:
+        yield DataTable(id="cases", zebra_stripes=True, cursor_type="row")
 
     def on_mount(self) -> None:
         self.query_one(DataTable).add_columns(*CHECK_HEADERS)
 
-    def reset(self) -> None:
+    def clear(self) -> None:
         self.query_one(DataTable).clear()
 
     def add_event(self, event: dict) -> None:
         if event.get("event") == "case":
             self.query_one(DataTable).add_row(*check_row(CaseResult.from_dict(event["case"])))
 
-    def show(self, result: dict) -> list[str]:
-        return [check_verdict(CheckReport.from_dict(result))]
+    def render_result(self, result: Any, finished: Finished) -> None:
+        table = self.query_one(DataTable)
+        for case in result.cases:
+            table.add_row(*check_row(case))

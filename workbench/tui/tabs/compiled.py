@@ -1,83 +1,41 @@
-"""The Resources and IR tabs: what one "ir" job compiled, per config and per stage."""
+"""The Resources tab: registers, spills, shared memory and occupancy per compiled config, and the
+static findings, from an ir job (`workbench resources`' columns)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical
-from textual.widgets import DataTable, Static, TextArea
+from textual.widgets import DataTable, Static
 
-from workbench.ir.result import IrResult
+from workbench.tui.tabs.base import Pane
+from workbench.views.actions import Finished
 from workbench.views.rows import RESOURCE_HEADERS, finding_lines, resource_row
 
-IR_STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
 
-
-def compiled_line(result: IrResult) -> str:
-    return f"{result.kernel}: {len(result.variants)} config(s), {result.arch} ({result.mode})"
-
-
-class ResourcesPane(Vertical):
-    def compose(self) -> ComposeResult:
-        yield DataTable(id="resources", zebra_stripes=True)
+class ResourcesPane(Pane):
+    def body(self) -> ComposeResult:
+        yield DataTable(id="resources", zebra_stripes=True, cursor_type="row")
         yield Static(id="findings")
 
     def on_mount(self) -> None:
         self.query_one(DataTable).add_columns(*RESOURCE_HEADERS)
 
-    def reset(self) -> None:
+    def clear(self) -> None:
         self.query_one(DataTable).clear()
-        self.query_one(Static).update("")
+        self.query_one("#findings", Static).update("")
 
     def add_event(self, event: dict) -> None:
-        pass
+        if event.get("event") == "variant" and event["variant"].get("error"):
+            label = event["variant"]["label"]
+            self.query_one(DataTable).add_row(label, *["-"] * 6, "did not compile")
 
-    def show(self, result: dict) -> list[str]:
-        compiled = IrResult.from_dict(result)
+    def render_result(self, result: Any, finished: Finished) -> None:
         table = self.query_one(DataTable)
-        table.clear()
-        for v in compiled.variants:
-            table.add_row(*resource_row(v))
-        self.query_one(Static).update(Text(finding_lines(compiled.findings)))
-        return [compiled_line(compiled)]
-
-
-class IRPane(Vertical):
-    """One stage at a time of the first config that compiled; `[` `]` step through the stages."""
-
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
-        self._paths: dict[str, str] = {}
-        self._stage = 0
-
-    def compose(self) -> ComposeResult:
-        yield TextArea(id="ir", read_only=True, show_line_numbers=True)
-
-    def reset(self) -> None:
-        self._paths = {}
-
-    def add_event(self, event: dict) -> None:
-        pass
-
-    def show(self, result: dict) -> list[str]:
-        compiled = IrResult.from_dict(result)
-        first = next((v for v in compiled.variants if not v.error), None)
-        artifacts = first.artifacts if first else {}
-        self._paths = {s: p for s, p in artifacts.items() if s in IR_STAGES}
-        self._show_stage()
-        return [compiled_line(compiled)]
-
-    def step(self, by: int) -> None:
-        if self._paths:
-            self._stage = (self._stage + by) % len(IR_STAGES)
-            self._show_stage()
-
-    def _show_stage(self) -> None:
-        stage = IR_STAGES[self._stage]
-        path = self._paths.get(stage)
-        text = Path(path).read_text(errors="replace") if path else f"no {stage} for this kernel"
-        area = self.query_one(TextArea)
-        area.load_text(text)
-        area.border_title = f"{stage}  ([ ] change stage)"
+        for v in result.variants:
+            if v.error:
+                table.add_row(v.label, *["-"] * 6, "did not compile")
+            else:
+                table.add_row(*resource_row(v))
+        self.query_one("#findings", Static).update(Text(finding_lines(result.findings)))

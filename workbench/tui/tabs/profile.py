@@ -1,6 +1,9 @@
-"""The Profile tab: the newest stored ncu profile of a kernel, or a fresh one on a GPU host."""
+"""The Profile tab: the newest ncu profile of the kernel (stored, imported, or run now on a GPU
+host): per-launch facts, measured findings with their line and fix, hot lines, NVIDIA's rules."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
@@ -8,12 +11,15 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
+from workbench.tui.tabs.base import Pane, View
+from workbench.views.actions import Finished
 from workbench.views.rows import (
     LINE_HEADERS,
     NO_MEASURED_FINDINGS,
     RULE_HEADERS,
     hot_line_rows,
     measured_finding_rows,
+    no_profile_line,
     profile_facts,
     rule_rows,
 )
@@ -21,42 +27,47 @@ from workbench.views.rows import (
 SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
 
 
-class ProfilePane(VerticalScroll):
-    def compose(self) -> ComposeResult:
-        yield Static(id="profile-source")
-        yield DataTable(id="profile-kernels", zebra_stripes=True)
-        yield Static(id="profile-findings")
-        yield DataTable(id="profile-lines", zebra_stripes=True)
-        yield DataTable(id="profile-rules", zebra_stripes=True)
+class ProfilePane(Pane):
+    def body(self) -> ComposeResult:
+        with VerticalScroll(id="profile-body"):
+            yield DataTable(id="profile-kernels", zebra_stripes=True)
+            yield Static(id="profile-findings")
+            yield DataTable(id="profile-lines", zebra_stripes=True)
+            yield DataTable(id="profile-rules", zebra_stripes=True)
 
     def on_mount(self) -> None:
         self.query_one("#profile-rules", DataTable).add_columns(*RULE_HEADERS)
         self.query_one("#profile-lines", DataTable).add_columns(*LINE_HEADERS)
 
-    def show(self, summary: dict | None, source: str) -> None:
-        self.query_one("#profile-source", Static).update(Text(source))
-        headers, facts = profile_facts(summary) if summary else ((), [])
+    def empty_text(self, view: View) -> str:
+        return no_profile_line(view.entry.name)
+
+    def clear(self) -> None:
+        for table in self.query(DataTable):
+            table.clear()
+            table.display = False
+        self.query_one("#profile-findings", Static).update("")
+
+    def render_result(self, result: Any, finished: Finished) -> None:
+        summary: dict = result
+        headers, facts = profile_facts(summary)
         kernels = self.query_one("#profile-kernels", DataTable)
-        if [str(c.label) for c in kernels.columns.values()] != list(headers):
-            kernels.clear(columns=True)
-            kernels.add_columns(*headers)
+        kernels.clear(columns=True)
+        kernels.add_columns(*headers)
         tables = {
             "#profile-kernels": facts,
-            "#profile-rules": rule_rows(summary) if summary else [],
-            "#profile-lines": hot_line_rows(summary) if summary else [],
+            "#profile-rules": rule_rows(summary),
+            "#profile-lines": hot_line_rows(summary),
         }
         for selector, rows in tables.items():
             table = self.query_one(selector, DataTable)
-            table.clear()
             table.add_rows(rows)
             table.display = bool(rows)
-        self.query_one("#profile-findings", Static).update(_findings_grid(summary))
+        self.query_one("#profile-findings", Static).update(findings_grid(summary))
 
 
-def _findings_grid(summary: dict | None) -> Table | Text:
+def findings_grid(summary: dict) -> Table | Text:
     """Measured findings as a two-column grid, so wrapped titles and fixes keep their column."""
-    if summary is None:
-        return Text("")
     rows = measured_finding_rows(summary)
     if not rows:
         return Text(NO_MEASURED_FINDINGS)

@@ -1,28 +1,25 @@
-"""The Sweep tab: a row per config as the sweep finishes it, with progress; at the end the ranked
-table, the terminal plot (time per config, markers for spills, low occupancy, failures), Triton's
-pick and the config set to paste into @triton.autotune."""
+"""The Sweep tab: a row per config as the sweep finishes it; at the end the ranked table, the
+terminal plot (time per config, markers for spills, low occupancy, failures), Triton's pick and
+the config set to paste into @triton.autotune. `n` profiles the highlighted config (GPU)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical
-from textual.widgets import DataTable, ProgressBar, Static
+from textual.widgets import DataTable, Static
 
 from workbench.sweep import analysis, plot
 from workbench.sweep.space import autotune_snippet
+from workbench.tui.tabs.base import Pane, StartAction
+from workbench.views.actions import Finished
 from workbench.views.sweep import HEADERS, rows_of, table_order
 
 
-class SweepPane(Vertical):
-    DEFAULT_CSS = """
-    SweepPane #sweep-rows { height: 1fr; }
-    SweepPane #sweep-plot, SweepPane #sweep-notes { height: auto; padding: 0 1; }
-    """
-
-    def compose(self) -> ComposeResult:
-        yield ProgressBar(id="sweep-progress", show_eta=True)
-        yield DataTable(id="sweep-rows", zebra_stripes=True)
+class SweepPane(Pane):
+    def body(self) -> ComposeResult:
+        yield DataTable(id="sweep-rows", zebra_stripes=True, cursor_type="row")
         yield Static(id="sweep-plot")
         yield Static(id="sweep-notes")
 
@@ -32,28 +29,24 @@ class SweepPane(Vertical):
         """The table's rows as data, in its order."""
         self.dtype: str | None = None
 
-    def reset(self) -> None:
+    def clear(self) -> None:
         self.rows = []
         self.query_one(DataTable).clear()
         self.query_one("#sweep-plot", Static).update("")
         self.query_one("#sweep-notes", Static).update("")
 
     def add_event(self, event: dict) -> None:
-        """Live: progress, and each config's row as it lands (unranked until the end)."""
-        if event.get("event") == "progress" and event.get("total"):
-            self.query_one(ProgressBar).update(total=event["total"], progress=event["done"])
-        elif event.get("event") == "config":
+        """Live: each config's row as it lands (unranked until the end)."""
+        if event.get("event") == "config":
             row = dict(event["row"])
             row.setdefault("why", "")
             self.rows.append(row)
             self.query_one(DataTable).add_row(*rows_of([row])[0])
 
-    def show(self, result: dict) -> list[str]:
-        """Render a finished (or partial) sweep; returns the lines worth a notification."""
+    def render_result(self, result: Any, finished: Finished) -> None:
         result = result if "shapes" in result else analysis.summarize(dict(result))
         self.dtype = result.get("dtype")
         table = self.query_one(DataTable)
-        table.clear()
         plots, notes = [], []
         self.rows = []
         for shape, rows in analysis.by_shape(result["rows"]).items():
@@ -74,20 +67,19 @@ class SweepPane(Vertical):
             Text("\n".join(plots + [plot.LEGEND]) if plots else "")
         )
         self.query_one("#sweep-notes", Static).update(Text("\n".join(notes)))
-        summary = result["summary"]
-        counts = ", ".join(
-            f"{summary[k]} {k}"
-            for k in ("ok", "static", "pruned", "wrong", "failed", "timeout")
-            if summary.get(k)
-        )
-        shapes = len(result["shapes"])
-        head = (
-            f"sweep {result['kernel']}: {summary['configs']} config(s) x {shapes} shape(s) "
-            f"({counts}), {result['mode']}"
-        )
-        return [head] + [f"best {s}: {b}" for s, b in summary["best"].items() if b]
 
     def highlighted(self) -> dict | None:
         """The sweep row under the table's cursor (what `n` profiles)."""
         row = self.query_one(DataTable).cursor_row
         return self.rows[row] if 0 <= row < len(self.rows) else None
+
+    def check_profile_row(self) -> bool:
+        return self.highlighted() is not None
+
+    def action_profile_row(self) -> None:
+        """ncu on the highlighted config: pinned, at its shape and dtype (`profile --pin`)."""
+        row = self.highlighted()
+        if row is None:
+            return
+        case = "x".join(map(str, row["shape"])) + (f":{self.dtype}" if self.dtype else "")
+        self.post_message(StartAction("profile", {"case": case, "pin": row["values"]}))

@@ -1,0 +1,436 @@
+"""The main screen: the kernel list on the left, the selected kernel's tabs on the right, the job
+bar and the footer. It turns keys into actions: a run key queues the action on the selected
+kernel in the app's job queue; a tab shows, for the selected kernel, this session's newest
+result, else the store's, else how to make one. Every result it shows names its kernel and age.
+"""
+
+from __future__ import annotations
+
+import os
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.events import Key as KeyEvent
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane, Tabs
+
+from workbench.catalog.discovery import KernelEntry, discover
+from workbench.tui import keymap
+from workbench.tui.jobqueue import DONE, QUEUED, RUNNING, Task
+from workbench.tui.tabs import TABS, Tab, pane_class, tab
+from workbench.tui.widgets.job_bar import JobBar
+from workbench.tui.widgets.kernel_list import KernelList
+from workbench.views.actions import ACTIONS, Finished, Selection, problem_text
+from workbench.views.kernels import LIST_HEADERS, KernelStatus, ordered
+
+STALE_CHECK_S = 2.0
+"""How often ages move on and edited sources are looked for (a stat per kernel file)."""
+
+
+class MainScreen(Screen[None]):
+    BINDINGS = keymap.bindings()
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="body"):
+            with Vertical(id="left"):
+                yield Input(placeholder="/ filters kernels by name (esc clears)", id="filter")
+                yield KernelList(id="kernels")
+                yield Static(id="problems")
+            with Vertical(id="right"):
+                yield Static(id="kernel-head")
+                with TabbedContent(id="tabs"):
+                    for t in TABS:
+                        yield TabPane(t.title, id=f"tab-{t.id}")
+        yield JobBar(id="jobbar")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.filter_text = ""
+        self.sort_column: str | None = None
+        self.sort_reverse = False
+        self.status: dict[str, KernelStatus] = {}
+        self.reading: set[tuple[str, str]] = set()
+        """(kernel, tab) whose stored result is being read."""
+        self.looked: set[tuple[str, str]] = set()
+        """(kernel, tab) whose store was read (whatever it held)."""
+        self._fill_list(keep=None)
+        self._show_problems()
+        self.query_one(KernelList).focus()
+        self.call_after_refresh(self._after_first_paint)
+
+    async def _after_first_paint(self) -> None:
+        """What the first frame need not wait for: the first tab, the store's standing."""
+        await self._show_tab_content()
+        self.query_one(JobBar).show(self.app.queue)  # type: ignore[attr-defined]
+        self.load_status([e.name for e in self.app.catalog.kernels])  # type: ignore[attr-defined]
+        self.set_interval(STALE_CHECK_S, self.tick)
+
+    # -- the kernel list ---------------------------------------------------------------------
+
+    @property
+    def selected(self) -> KernelEntry | None:
+        return self.query_one(KernelList).selected
+
+    def _fill_list(self, keep: str | None) -> None:
+        entries = ordered(
+            self.app.catalog.kernels,  # type: ignore[attr-defined]
+            self.status,
+            self.filter_text,
+            self.sort_column,
+            self.sort_reverse,
+        )
+        self.query_one(KernelList).populate(entries, self.status, keep)
+        self._show_kernel_head()
+
+    def _show_problems(self) -> None:
+        problems = self.app.catalog.problems  # type: ignore[attr-defined]
+        text = "\n".join(problem_text("cannot load", p) for p in problems)
+        widget = self.query_one("#problems", Static)
+        widget.update(Text(text, "red"))
+        widget.display = bool(problems)
+
+    @work(thread=True, exclusive=True, group="status")
+    def load_status(self, names: list[str]) -> None:
+        from workbench.runtime.errors import WorkbenchError
+        from workbench.views.kernels import statuses
+
+        try:
+            found = statuses(names)
+        except WorkbenchError as exc:  # a store that cannot be read: say so, keep the list
+            self.app.call_from_thread(self.notify, str(exc.problem), severity="error")
+            return
+        self.app.call_from_thread(self._status_read, found)
+
+    def _status_read(self, found: dict[str, KernelStatus]) -> None:
+        self.status.update(found)
+        kernels = self.query_one(KernelList)
+        for entry in kernels.entries:
+            if entry.name in found:
+                kernels.update_status(entry, found[entry.name])
+        if self.sort_column not in (None, "name"):
+            self._fill_list(keep=self.selected.name if self.selected else None)
+
+    @on(KernelList.RowHighlighted, "#kernels")
+    async def _kernel_changed(self) -> None:
+        self._show_kernel_head()
+        await self._show_tab_content()
+
+    @on(KernelList.RowSelected, "#kernels")
+    def _kernel_chosen(self) -> None:
+        """enter: into the tab's first widget that takes keys."""
+        pane = self.pane(self.active_tab.id)
+        for widget in pane.query("*") if pane is not None else []:
+            if widget.focusable and not isinstance(widget, Tabs):
+                widget.focus()
+                return
+
+    @on(KernelList.SortBy)
+    def _sort_by(self, event: KernelList.SortBy) -> None:
+        if self.sort_column == event.column:
+            self.sort_reverse = not self.sort_reverse
+        else:
+            self.sort_column, self.sort_reverse = event.column, False
+        self._fill_list(keep=self.selected.name if self.selected else None)
+        self.notify(f"sorted by {event.column}" + (" (reversed)" if self.sort_reverse else ""))
+
+    def _show_kernel_head(self) -> None:
+        e = self.selected
+        head = self.query_one("#kernel-head", Static)
+        if e is None:
+            found = len(self.app.catalog.kernels)  # type: ignore[attr-defined]
+            why = f"no kernel matches {self.filter_text!r}" if found else "no kernels found"
+            head.update(Text(why + " (esc clears the filter; r finds the kernels again)", "dim"))
+            return
+        text = Text(e.name, "bold")
+        text.append(f"  {os.path.relpath(e.file)}:{e.line}  {e.kind}")
+        dtypes = ",".join(e.dtypes) if e.dtypes else "from inputs"
+        sets = " ".join(f"{s}:{len(v)}" for s, v in (e.shapes or {}).items()) or "from inputs"
+        text.append(f"  dtypes {dtypes}  shapes {sets}", "dim")
+        if e.description:
+            text.append(f"\n{e.description}")
+        text.append(f"\n{self.selection(e).describe()}  (o changes)", "cyan")
+        if not self.app.gpu:  # type: ignore[attr-defined]
+            gpu_only = ", ".join(a.name for a in ACTIONS.values() if a.gpu_only)
+            text.append(f"  · no GPU here: {gpu_only} greyed", "dim")
+        head.update(text)
+
+    def selection(self, entry: KernelEntry) -> Selection:
+        return self.app.selections.get(entry.name, Selection())  # type: ignore[attr-defined]
+
+    # -- tabs ----------------------------------------------------------------------------------
+
+    @property
+    def active_tab(self) -> Tab:
+        return tab(self.query_one(TabbedContent).active.removeprefix("tab-"))
+
+    def pane(self, tab_id: str):  # type: ignore[no-untyped-def]
+        found = self.query_one(f"#tab-{tab_id}", TabPane).children
+        return found[0] if found else None
+
+    @on(TabbedContent.TabActivated, "#tabs")
+    async def _tab_changed(self) -> None:
+        self.refresh_bindings()  # some keys belong to one tab
+        await self._show_tab_content()
+
+    async def _show_tab_content(self) -> None:
+        """The active tab, showing the selected kernel (its pane mounted on first use)."""
+        t = self.active_tab
+        pane = self.pane(t.id)
+        if pane is None:
+            pane = pane_class(t)(id=f"pane-{t.id}")
+            await self.query_one(f"#tab-{t.id}", TabPane).mount(pane)
+        self.show_in(t)
+
+    def show_in(self, t: Tab) -> None:
+        from workbench.tui.tabs.base import View
+
+        pane, entry = self.pane(t.id), self.selected
+        if pane is None or not pane.is_mounted or entry is None:
+            return  # a pane being mounted shows the kernel once it is
+        key = (entry.name, t.id)
+        finished = self.app.results.get(key)  # type: ignore[attr-defined]
+        if finished is None and key not in self.looked and t.action is not None:
+            self.reading.add(key)
+            self.read_stored(entry, t.id)
+        pane.show(
+            View(
+                entry,
+                finished,
+                self.task_for(entry, t),
+                loading=key in self.reading,
+                gpu=self.app.gpu,  # type: ignore[attr-defined]
+                key=t.key,
+                action=t.action,
+            )
+        )
+
+    def task_for(self, entry: KernelEntry, t: Tab) -> Task | None:
+        """A running or queued job of this kernel whose result goes to tab `t`."""
+        for task in self.app.queue.tasks:  # type: ignore[attr-defined]
+            if (
+                task.kernel.name == entry.name
+                and t.id in ACTIONS[task.action].tabs
+                and task.state in (QUEUED, RUNNING)
+            ):
+                return task
+        return None
+
+    @work(thread=True, group="stored")
+    def read_stored(self, entry: KernelEntry, tab_id: str) -> None:
+        from workbench.runtime.errors import WorkbenchError
+        from workbench.views import stored
+
+        try:
+            found = stored.latest(tab_id, entry)
+        except WorkbenchError as exc:
+            self.app.call_from_thread(self.notify, str(exc.problem), severity="error")
+            found = None
+        self.app.call_from_thread(self._stored_read, entry, tab_id, found)
+
+    def _stored_read(self, entry: KernelEntry, tab_id: str, found: Finished | None) -> None:
+        key = (entry.name, tab_id)
+        self.reading.discard(key)
+        self.looked.add(key)
+        results = self.app.results  # type: ignore[attr-defined]
+        if found is not None and key not in results:  # a run of this session wins
+            results[key] = found
+        if self.selected is entry and self.active_tab.id == tab_id:
+            self.show_in(self.active_tab)
+
+    # -- jobs ------------------------------------------------------------------------------------
+
+    def start(self, action: str, extra: dict | None = None) -> None:
+        """Queue `action` on the selected kernel with its options, and show its tab."""
+        entry = self.selected
+        if entry is None:
+            return
+        queue = self.app.queue  # type: ignore[attr-defined]
+        if queue.find(action, entry.name) is not None and not extra:
+            self.notify(f"{action} {entry.name} is already queued or running (j shows the queue)")
+        else:
+            ahead = queue.running
+            queue.submit(Task(action, entry, self.selection(entry), dict(extra or {})))
+            if ahead is not None:
+                self.notify(
+                    f"{action} {entry.name} queued behind {ahead.action} {ahead.kernel.name}"
+                )
+        self.query_one(TabbedContent).active = f"tab-{ACTIONS[action].tabs[0]}"
+
+    def task_changed(self, task: Task, event: dict | None) -> None:
+        """From the app, on its own thread: a job's event, or its new state."""
+        self.query_one(JobBar).show(self.app.queue)  # type: ignore[attr-defined]
+        if event is None:
+            self.refresh_bindings()
+        if task.state in (DONE, "cancelled") and task.finished is not None and event is None:
+            for tab_id in ACTIONS[task.action].tabs:
+                self.app.results[(task.kernel.name, tab_id)] = task.finished  # type: ignore[attr-defined]
+            self.load_status([task.kernel.name])
+        entry, t = self.selected, self.active_tab
+        if entry is None or entry.name != task.kernel.name or t.id not in ACTIONS[task.action].tabs:
+            return
+        pane = self.pane(t.id)
+        if event is None:
+            self.show_in(t)
+        elif pane is not None and task.state == RUNNING and self.task_for(entry, t) is task:
+            pane.add_event(event)
+            pane.refresh_head()
+
+    def on_start_action(self, message) -> None:  # type: ignore[no-untyped-def]
+        """A pane asks for an action (the Sweep tab's `n`: ncu on its highlighted config)."""
+        message.stop()
+        if self.check_action("run", (message.action,)):
+            self.start(message.action, message.extra)
+
+    # -- actions (the keymap's) ------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        gpu = self.app.gpu  # type: ignore[attr-defined]
+        if action == "run":
+            if self.selected is None:
+                return None
+            return None if ACTIONS[str(parameters[0])].gpu_only and not gpu else True
+        if action == "in_tab":
+            tab_id, method = str(parameters[0]), str(parameters[1])
+            if tab_id != self.active_tab.id:
+                return False
+            pane = self.pane(tab_id)
+            if pane is None or not hasattr(pane, f"action_{method}"):
+                return False
+            if method == "search":  # `/` searches the IR only from inside the IR tab
+                return self.focused is not None and pane in self.focused.ancestors_with_self
+            if any(k.gpu for k in tab(tab_id).keys if k.method == method) and not gpu:
+                return None
+            check = getattr(pane, f"check_{method}", None)
+            return check() if check else True
+        if action == "cancel":
+            return True if self.app.queue.running else None  # type: ignore[attr-defined]
+        return True
+
+    def on_key(self, event: KeyEvent) -> None:
+        """A greyed GPU key runs nothing: it says why, and a run key shows its tab's stored
+        result."""
+        for k in keymap.keymap():
+            if k.key != event.key or not k.gpu or self.app.gpu:  # type: ignore[attr-defined]
+                continue
+            if k.tab is None:
+                self.action_show_tab(ACTIONS[k.id].tabs[0])
+                self.notify(f"{k.id}: {keymap.NEEDS_GPU}; shown: the newest stored result")
+                return
+            if k.tab == self.active_tab.id:
+                self.notify(f"{k.help}: {keymap.NEEDS_GPU}", severity="warning")
+                return
+
+    def action_run(self, action: str) -> None:
+        self.start(action)
+
+    def action_show_tab(self, tab_id: str) -> None:
+        self.query_one(TabbedContent).active = f"tab-{tab_id}"
+
+    def action_in_tab(self, tab_id: str, method: str, *args: object) -> None:
+        pane = self.pane(tab_id)
+        if pane is not None:
+            getattr(pane, f"action_{method}")(*args)
+
+    def action_cancel(self) -> None:
+        running = self.app.queue.running  # type: ignore[attr-defined]
+        if running is not None:
+            self.app.queue.cancel(running)  # type: ignore[attr-defined]
+
+    def action_filter(self) -> None:
+        self.query_one("#filter", Input).focus()
+
+    @on(Input.Changed, "#filter")
+    def _filtered(self, event: Input.Changed) -> None:
+        self.filter_text = event.value
+        self._fill_list(keep=self.selected.name if self.selected else None)
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self) -> None:
+        self.query_one(KernelList).focus()
+
+    def action_back(self) -> None:
+        field = self.query_one("#filter", Input)
+        if field.has_focus or field.value:
+            field.value = ""
+            self.query_one(KernelList).focus()
+            return
+        pane = self.pane(self.active_tab.id)
+        if pane is not None and hasattr(pane, "action_back"):
+            pane.action_back()
+
+    def action_sort(self) -> None:
+        columns = list(LIST_HEADERS)
+        now = columns.index(self.sort_column) if self.sort_column in columns else -1
+        self.post_message(KernelList.SortBy(columns[(now + 1) % len(columns)]))
+
+    def action_reload(self) -> None:
+        keep = self.selected.name if self.selected else None
+        self.app.catalog = discover(self.app.paths)  # type: ignore[attr-defined]
+        self.looked.clear()
+        self._fill_list(keep)
+        self._show_problems()
+        self.load_status([e.name for e in self.app.catalog.kernels])  # type: ignore[attr-defined]
+
+    def action_options(self) -> None:
+        from workbench.tui.screens.options import OptionsScreen
+
+        entry = self.selected
+        if entry is not None:
+
+            def keep(chosen: Selection | None) -> None:
+                if chosen is not None:
+                    self.app.selections[entry.name] = chosen  # type: ignore[attr-defined]
+                    self._show_kernel_head()
+
+            self.app.push_screen(OptionsScreen(entry, self.selection(entry)), keep)
+
+    def action_jobs(self) -> None:
+        from workbench.tui.screens.jobs import JobsScreen
+
+        self.app.push_screen(JobsScreen(self.app.queue), self._go_to_task)  # type: ignore[attr-defined]
+
+    def _go_to_task(self, task: Task | None) -> None:
+        if task is not None:
+            self.select_kernel(task.kernel.name)
+            self.query_one(TabbedContent).active = f"tab-{ACTIONS[task.action].tabs[0]}"
+
+    def select_kernel(self, name: str) -> None:
+        """Put the cursor on kernel `name`, clearing a filter that hides it."""
+        if self.filter_text:
+            self.query_one("#filter", Input).value = ""
+            self.filter_text = ""
+        self._fill_list(keep=name)
+
+    def action_help(self) -> None:
+        from workbench.tui.screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen(self.help_rows()))
+
+    def help_rows(self) -> list[tuple[str, str, str, str]]:
+        """Keys that work anywhere first, then each tab's in the tab bar's order."""
+        order = [t.id for t in TABS]
+        keys = sorted(keymap.keymap(), key=lambda k: -1 if k.tab is None else order.index(k.tab))
+        return [(k.display, k.help, k.tab or "anywhere", self.key_state(k)) for k in keys]
+
+    def key_state(self, k: keymap.Key) -> str:
+        """How a key stands on this machine and screen: "", greyed with its reason, elsewhere."""
+        if k.gpu and not self.app.gpu:  # type: ignore[attr-defined]
+            return f"greyed: {keymap.NEEDS_GPU}"
+        if k.tab is not None and k.tab != self.active_tab.id:
+            return f"in the {tab(k.tab).title} tab"
+        return ""
+
+    def tick(self) -> None:
+        """Ages move on; a kernel file edited since its results is marked (list and tab)."""
+        pane = self.pane(self.active_tab.id)
+        if pane is not None:
+            pane.refresh_head()
+        kernels = self.query_one(KernelList)
+        for entry in kernels.entries:
+            if entry.name in self.status:
+                kernels.update_status(entry, self.status[entry.name])
+        if self.app.queue.running:  # type: ignore[attr-defined]
+            self.query_one(JobBar).show(self.app.queue)  # type: ignore[attr-defined]

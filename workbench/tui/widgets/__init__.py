@@ -1,0 +1,1 @@
+"""Widgets of the app's own: the kernel list, the job bar, the code view."""

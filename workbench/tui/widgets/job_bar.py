@@ -1,0 +1,36 @@
+"""The job bar: the running job's progress (steps done of total, elapsed, what it is on), how
+many wait behind it, and how the last one ended."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import ProgressBar, Static
+
+from workbench.tui.jobqueue import JobQueue
+
+
+class JobBar(Horizontal):
+    def compose(self) -> ComposeResult:
+        yield ProgressBar(id="job-progress", total=1, show_eta=False, show_percentage=False)
+        yield Static(id="job-text")
+
+    def show(self, queue: JobQueue) -> None:
+        running, waiting = queue.running, queue.queued
+        bar = self.query_one(ProgressBar)
+        text = Text()
+        if running is not None:
+            bar.update(total=running.total or None, progress=running.done)
+            text.append(running.describe(), "bold")
+            text.append("  x cancels", "dim")
+        else:
+            ended = [t for t in queue.tasks if t.ended_at is not None]
+            last = max(ended, key=lambda t: t.ended_at or 0.0, default=None)
+            bar.update(total=1, progress=1 if last else 0)
+            text.append(f"last: {last.describe()}" if last else "no job yet", "dim")
+        if waiting:
+            names = ", ".join(f"{t.action} {t.kernel.name}" for t in waiting[:3])
+            more = f" and {len(waiting) - 3} more" if len(waiting) > 3 else ""
+            text.append(f"  · {len(waiting)} queued: {names}{more} (j)")
+        self.query_one("#job-text", Static).update(text)

@@ -1,0 +1,61 @@
+"""A bench result as table rows (the columns `workbench bench` prints) and as terminal bars of the
+roofline fraction and the speedups, for the TUI's Bench tab (pure: no UI imports)."""
+
+from __future__ import annotations
+
+from workbench.bench.report import num, ratio
+from workbench.bench.result import BenchRecord
+from workbench.runtime.grammar import shape_text
+
+HEADERS = (
+    "shape",
+    "dtype",
+    "status",
+    "ms",
+    "GB/s",
+    "TFLOP/s",
+    "roofline",
+    "vs torch",
+    "vs compile",
+)
+BLOCKS = " ▏▎▍▌▋▊▉█"
+"""Eighths of a cell, for bars finer than one character."""
+
+
+def row(r: BenchRecord) -> tuple[str, ...]:
+    compiled = r.speedup_vs_compile
+    return (
+        shape_text(r.shape),
+        r.dtype,
+        r.status,
+        num(r.ms, 4),
+        num(r.gbps),
+        num(r.tflops),
+        ratio(r.roofline_ratio),
+        ratio(r.speedup_vs_torch),
+        compiled if isinstance(compiled, str) else ratio(compiled),
+    )
+
+
+def bar(fraction: float, width: int) -> str:
+    """`fraction` of `width` cells filled, to an eighth of a cell; clipped to 0..width."""
+    eighths = round(max(0.0, min(fraction, 1.0)) * width * 8)
+    full, part = divmod(eighths, 8)
+    return ("█" * full + (BLOCKS[part] if part else "")).ljust(width)
+
+
+def bars(records: list[BenchRecord], width: int = 24) -> list[str]:
+    """One line per timed case: the roofline fraction as a bar (full = the measured ceiling),
+    then the speedups over eager PyTorch and torch.compile."""
+    timed = [r for r in records if r.roofline_ratio is not None]
+    label = max((len(f"{shape_text(r.shape)} {r.dtype}") for r in timed), default=0)
+    out = []
+    for r in timed:
+        name = f"{shape_text(r.shape)} {r.dtype}".ljust(label)
+        compiled = r.speedup_vs_compile
+        vs_compile = compiled if isinstance(compiled, str) else f"{ratio(compiled)}x"
+        out.append(
+            f"{name}  {bar(r.roofline_ratio or 0.0, width)} {r.roofline_ratio:.0%} of roofline"
+            f"  {ratio(r.speedup_vs_torch)}x torch  {vs_compile} compile"
+        )
+    return out

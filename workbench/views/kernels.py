@@ -1,0 +1,157 @@
+"""The kernel list's rows: each kernel's standing from the store (last check verdict, last
+roofline fraction, findings above info, a stale cache, a source edited since its newest run),
+the `/` filter and the sort by column. Pure but for reading the store; no UI imports."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from workbench.cache.freshness import changed_since
+from workbench.catalog.discovery import KernelEntry
+
+if TYPE_CHECKING:  # the list paints before the store is read: its module loads with the reading
+    from workbench.run.store import Store
+
+LIST_HEADERS = ("name", "check", "roof", "find", "cache", "src")
+"""name; last check (ok, FAIL, or how it ended); best roofline fraction of the last bench;
+findings above info (newest diagnose or compile); stale autotune entries (last cache run); the
+source edited since the newest run."""
+
+
+@dataclass(frozen=True)
+class KernelStatus:
+    check: str | None = None
+    """"ok", "FAIL", or the status of a check that did not finish (error, timeout, ...)."""
+    roofline: float | None = None
+    findings: int | None = None
+    stale_cache: bool | None = None
+    newest: float | None = None
+    """When the newest run of this kernel began (epoch seconds)."""
+
+
+NO_STATUS = KernelStatus()
+
+
+def status_of(name: str, store: Store) -> KernelStatus:
+    """One kernel's standing from its newest runs of each kind."""
+    check = _newest(store, name, "check")
+    bench = _newest(store, name, "bench")
+    compiled = _newest(store, name, "ir")
+    diagnosed = _newest(store, name, "diagnose")
+    cache = _newest(store, name, "cache")
+    runs = [r for r in (check, bench, compiled, diagnosed, cache) if r is not None]
+    return KernelStatus(
+        check=_check_word(check.status, check.result) if check else None,
+        roofline=_roofline(bench.result) if bench else None,
+        findings=_findings(compiled, diagnosed),
+        stale_cache=_stale(cache.summary) if cache else None,
+        newest=max((r.started for r in runs), default=None),
+    )
+
+
+def statuses(names: Sequence[str], store: Store | None = None) -> dict[str, KernelStatus]:
+    from workbench.run.store import Store
+
+    store = store or Store()
+    known = set(store.kernels())
+    return {n: status_of(n, store) if n in known else NO_STATUS for n in names}
+
+
+def _newest(store: Store, name: str, kind: str):  # type: ignore[no-untyped-def]
+    found = store.history(name, kind, limit=1)
+    return found[0] if found else None
+
+
+def _check_word(status: str, result: dict | None) -> str:
+    if result is None or "correct" not in result:
+        return status
+    return "ok" if result["correct"] else "FAIL"
+
+
+def _roofline(result: dict | None) -> float | None:
+    ratios = [
+        r["roofline_ratio"]
+        for r in (result or {}).get("records", [])
+        if r.get("status") == "ok" and r.get("roofline_ratio") is not None
+    ]
+    return max(ratios, default=None)
+
+
+def _findings(compiled, diagnosed) -> int | None:  # type: ignore[no-untyped-def]
+    """From the newest diagnose when it is newer than the newest compile, else the compile's."""
+    if diagnosed and (compiled is None or diagnosed.started >= compiled.started):
+        above = (diagnosed.summary or {}).get("above_info")
+        if above is not None:
+            return int(above)
+    if compiled and compiled.result:
+        return sum(f.get("severity") != "info" for f in compiled.result.get("findings", []))
+    return None
+
+
+def _stale(summary: dict | None) -> bool | None:
+    return None if summary is None else bool(summary.get("dead"))
+
+
+def source_changed(entry: KernelEntry, status: KernelStatus) -> bool:
+    """The kernel's file changed after its newest run began: its results describe older code."""
+    return status.newest is not None and changed_since(entry.file, status.newest)
+
+
+def row(entry: KernelEntry, status: KernelStatus) -> tuple[str, ...]:
+    return (
+        entry.name,
+        status.check or "-",
+        f"{status.roofline:.0%}" if status.roofline is not None else "-",
+        str(status.findings) if status.findings is not None else "-",
+        {None: "-", True: "stale", False: "ok"}[status.stale_cache],
+        "edited" if source_changed(entry, status) else "",
+    )
+
+
+def matches(entry: KernelEntry, text: str) -> bool:
+    """The `/` filter: every word of `text` in the kernel's name or file (case-insensitive)."""
+    hay = f"{entry.name} {entry.file}".lower()
+    return all(word in hay for word in text.lower().split())
+
+
+CHECK_ORDER = {"FAIL": 0, "error": 1, "crash": 1, "timeout": 1, "cancelled": 2, "ok": 3}
+
+
+def sort_key(column: str, entry: KernelEntry, status: KernelStatus) -> tuple:
+    """Sorting by a column: worst first for check, highest first for findings and stale cache,
+    lowest roofline first (the kernels with most to gain); kernels without a value go last."""
+    value: object
+    if column == "check":
+        value = CHECK_ORDER.get(status.check or "", 1) if status.check else None
+    elif column == "roof":
+        value = status.roofline
+    elif column == "find":
+        value = -status.findings if status.findings is not None else None
+    elif column == "cache":
+        value = None if status.stale_cache is None else not status.stale_cache
+    elif column == "src":
+        value = not source_changed(entry, status)
+    else:
+        value = entry.name
+    return (value is None, value if value is not None else 0, entry.name)
+
+
+def ordered(
+    entries: Sequence[KernelEntry],
+    status: dict[str, KernelStatus],
+    text: str = "",
+    column: str | None = None,
+    reverse: bool = False,
+) -> list[KernelEntry]:
+    """The entries the list shows: filtered by `text`, sorted by `column` (discovery order when
+    None); `reverse` flips the order of the kernels that have a value."""
+    shown = [e for e in entries if matches(e, text)] if text else list(entries)
+    if column is None:
+        return shown
+    keyed = sorted(shown, key=lambda e: sort_key(column, e, status.get(e.name, NO_STATUS)))
+    if reverse:
+        have = [e for e in keyed if not sort_key(column, e, status.get(e.name, NO_STATUS))[0]]
+        keyed = have[::-1] + keyed[len(have) :]
+    return keyed

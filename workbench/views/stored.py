@@ -1,0 +1,65 @@
+"""The newest stored result of each kind for a kernel, as a `Finished`: what a tab shows for a
+kernel before (or without) a run in this session. Reads `reports/workbench.db` and run folders;
+no UI imports."""
+
+from __future__ import annotations
+
+from workbench.catalog.discovery import KernelEntry
+from workbench.run.store import RunRecord, Store
+from workbench.views.actions import Finished, problem_of, result_problems, typed, verdict_lines
+from workbench.views.text import run_footer
+
+STORE_KINDS = {"check": "check", "ir": "ir", "resources": "ir", "bench": "bench", "sweep": "sweep"}
+"""Tab -> the store kind its result comes from (resources and ir share the ir job's runs)."""
+
+
+def latest(tab: str, entry: KernelEntry, store: Store | None = None) -> Finished | None:
+    """The newest stored result `tab` shows for `entry`, or None when the store has none."""
+    if tab == "profile":
+        return _profile(entry)
+    kind = STORE_KINDS.get(tab)
+    if kind is None:
+        return None
+    for rec in (store or Store()).history(entry.name, kind, limit=5):
+        if rec.result is not None or rec.problem is not None:
+            return from_record(tab, rec)
+    return None
+
+
+def from_record(tab: str, rec: RunRecord) -> Finished:
+    kind = STORE_KINDS[tab]
+    result = typed(kind, rec.result)
+    problems = [("error", problem_of(rec.problem))] if rec.problem else []
+    problems += result_problems(kind, result)
+    where = (rec.result or {}).get("out_dir") or rec.artifacts or "-"
+    return Finished(
+        tab,
+        rec.kernel,
+        rec.status,
+        result=result,
+        problems=problems,
+        lines=verdict_lines(kind, result) + [run_footer(rec.id, rec.seconds or 0.0, where)],
+        run_id=rec.id,
+        started=rec.started,
+        seconds=rec.seconds or 0.0,
+        file=rec.file,
+        stored=True,
+    )
+
+
+def _profile(entry: KernelEntry) -> Finished | None:
+    from workbench.profilers import saved
+
+    found = saved.latest(entry.name)
+    if found is None:
+        return None
+    return Finished(
+        "profile",
+        entry.name,
+        "ok",
+        result=found.summary,
+        lines=[found.describe()],
+        run_id=found.run_id,
+        started=found.started,
+        stored=True,
+    )
