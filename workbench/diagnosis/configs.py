@@ -48,14 +48,14 @@ def spill_alternatives(facts: Facts) -> list[Finding]:
             gain = max(0.0, 1.0 - best["ms"] / launched["ms"])
             title += f", {best['ms']:.3g} ms vs {launched['ms']:.3g} ms"
         title += ")"
-        evidence["try"] = "; configs that do not spill: " + ", ".join(r["change"] for r in rows)
+        evidence["try"] = ", ".join(r["change"] for r in rows)
     return [
         Finding(
             id="register-spill",
             title=title,
             severity="high",
             evidence=evidence,
-            fix=fix_text("register-spill", evidence),
+            fix=fix_text("register-spill", evidence, "alternatives" if rows else None),
             gain=gain,
             fix_id="config" if rows else None,
         )

@@ -56,7 +56,7 @@ def missing_tail(facts: Facts) -> list[Finding]:
         return []
     if summary.get("boundary_only_errors"):
         how = "only in the last, partial tile (the last n % BLOCK elements)"
-    elif summary.get("irregular_only_errors"):
+    elif summary.get("irregular_only_errors") and _width_split(facts) is None:
         how = "only at shapes that are not multiples of the tile"
     else:
         return []
@@ -121,7 +121,7 @@ def nondeterministic(facts: Facts) -> list[Finding]:
             "reduction-across-blocks",
             f"two runs on the same inputs differ in {len(cases)} case(s): the order of a "
             "reduction across programs varies",
-            "high" if _failed(facts) else "medium",
+            "high",
             evidence,
             fix_text("reduction-across-blocks", evidence),
         )
@@ -172,12 +172,7 @@ def nan_inf(facts: Facts) -> list[Finding]:
         return []
     count = sum(c.nonfinite for c in cases)
     dtypes = sorted({c.dtype for c in cases})
-    overflow = (
-        "; only float16 cases have them: it overflows above 65504, so compute in fp32"
-        if dtypes == ["float16"]
-        else ""
-    )
-    evidence = _evidence(cases, nonfinite=count, dtypes=dtypes, overflow=overflow)
+    evidence = _evidence(cases, nonfinite=count, dtypes=dtypes)
     return [
         Finding(
             "nan-inf",
@@ -185,48 +180,47 @@ def nan_inf(facts: Facts) -> list[Finding]:
             f"{len(cases)} case(s) ({', '.join(dtypes)})",
             "high",
             evidence,
-            fix_text("nan-inf", evidence),
+            fix_text("nan-inf", evidence, "float16" if dtypes == ["float16"] else None),
         )
     ]
 
 
-@detector("rng-stream")
+@detector("rng-stream", "rng-keep-rate")
 def rng_stream(facts: Facts) -> list[Finding]:
-    """Outputs that differ like two random streams with the same keep rate: not a bug."""
+    """Outputs that differ like two random streams: info when the keep rate and the kept
+    values' scale match the reference's (not a bug), a correctness finding when one is off."""
     cases = [c for c in _cases(facts) if _stochastic(c)]
-    if not cases and not _summary(facts).get("stochastic"):
+    if not cases:
         return []
-    rates = _stochastic(cases[0]) if cases else {}
-    shown = ", ".join(
-        f"{k.replace('_', ' ')} {v:.3g}" for k, v in (rates or {}).items() if _is_number(v)
-    )
-    evidence = _evidence(cases, rates=rates)
+    off = [
+        c for c in cases if not (_stochastic(c).get("rate_ok") and _stochastic(c).get("scale_ok"))
+    ]
+    first = _stochastic((off or cases)[0]) or {}
+    shown = ", ".join(f"{k.replace('_', ' ')} {v:.3g}" for k, v in first.items() if _is_number(v))
+    if not off:
+        evidence = _evidence(cases, rates=first)
+        title = "same distribution, different RNG stream" + (f": {shown}" if shown else "")
+        return [Finding("rng-stream", title, "info", evidence, fix_text("rng-stream", evidence))]
+    what = "scale" if not first.get("scale_ok") else "rate"
+    evidence = _evidence(off, rates=first)
+    title = {
+        "scale": "kept values are scaled wrongly",
+        "rate": "the keep rate is off",
+    }[what] + f" in {len(off)} case(s): {shown}"
     return [
-        Finding(
-            "rng-stream",
-            "same distribution, different RNG stream" + (f": {shown}" if shown else ""),
-            "info",
-            evidence,
-            fix_text("rng-stream", evidence),
-        )
+        Finding("rng-keep-rate", title, "high", evidence, fix_text("rng-keep-rate", evidence, what))
     ]
 
 
 @detector("rows-wider-than-block")
 def rows_wider(facts: Facts) -> list[Finding]:
-    """Gross errors exactly on the widest rows: every failing row is wider than every passing
-    one, and the errors are wrong values, not imprecise ones."""
-    summary, failed = _summary(facts), _failed(facts)
-    passed = [c for c in _cases(facts) if c.status == "passed" and c.shape]
-    explained = ("boundary_only_errors", "irregular_only_errors", "stride_only_errors")
-    if not failed or not passed or any(summary.get(k) for k in explained):
+    """Wrong values exactly on the widest rows: every failing row is wider than every passing
+    one, and the errors are wrong or unwritten values, not imprecise ones."""
+    split = _width_split(facts)
+    if split is None:
         return []
-    if not all(c.shape and (c.unwritten or (c.rel_l2 or 0) >= GROSS_REL_L2) for c in failed):
-        return []
-    narrowest = min(c.shape[-1] for c in failed)
-    widest = max(c.shape[-1] for c in passed)
-    if narrowest <= widest:
-        return []
+    widest, narrowest = split
+    failed = _failed(facts)
     evidence = _evidence(failed, widest_passing=widest, narrowest_failing=narrowest)
     return [
         Finding(
@@ -238,6 +232,22 @@ def rows_wider(facts: Facts) -> list[Finding]:
             fix_text("rows-wider-than-block", evidence),
         )
     ]
+
+
+def _width_split(facts: Facts) -> tuple[int, int] | None:
+    """(widest passing row, narrowest failing row) when the failures are exactly the wide rows;
+    errors in the tail tile or on strided inputs are explained otherwise."""
+    summary, failed = _summary(facts), _failed(facts)
+    passed = [c for c in _cases(facts) if c.status == "passed" and c.shape]
+    if not failed or not passed:
+        return None
+    if summary.get("boundary_only_errors") or summary.get("stride_only_errors"):
+        return None
+    if not all(c.shape and (c.unwritten or (c.rel_l2 or 0) >= GROSS_REL_L2) for c in failed):
+        return None
+    narrowest = min(c.shape[-1] for c in failed)
+    widest = max(c.shape[-1] for c in passed)
+    return (widest, narrowest) if narrowest > widest else None
 
 
 @detector("tf32-mismatch")

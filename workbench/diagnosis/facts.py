@@ -8,7 +8,7 @@ Nsight Compute and Nsight Systems). `missing` says what was not gathered and why
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from workbench.bench.result import BenchResult
@@ -42,6 +42,10 @@ class LaunchFacts:
             return None
         return max(0.0, 1.0 - self.gpu_busy_ns / self.wall_ns)
 
+    @classmethod
+    def from_dict(cls, d: dict) -> LaunchFacts:
+        return cls(**{f.name: d.get(f.name) for f in fields(cls)})
+
 
 @dataclass
 class Facts:
@@ -66,6 +70,40 @@ class Facts:
     """Autotune-cache findings (`cache.findings`)."""
     missing: dict[str, str] = field(default_factory=dict)
     """fact -> why it was not gathered ("ncu": "no GPU on this host")."""
+
+    def to_dict(self) -> dict:
+        """Plain JSON: what a diagnosis can be replayed from (tests/fixtures/diagnosis)."""
+        return {
+            "kernel": self.kernel,
+            "file": self.file,
+            "arch": self.arch,
+            "gpu": self.gpu,
+            "check": self.check.to_dict() if self.check else None,
+            "compile_findings": [f.to_dict() for f in self.compile_findings],
+            "configs": self.configs,
+            "bench": self.bench.to_dict() if self.bench else None,
+            "ncu": self.ncu,
+            "launch": asdict(self.launch) if self.launch else None,
+            "cache": [f.to_dict() for f in self.cache],
+            "missing": self.missing,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Facts:
+        return cls(
+            kernel=d["kernel"],
+            file=d.get("file"),
+            arch=d.get("arch"),
+            gpu=d.get("gpu"),
+            check=CheckReport.from_dict(d["check"]) if d.get("check") else None,
+            compile_findings=[Finding.from_dict(f) for f in d.get("compile_findings") or []],
+            configs=d.get("configs") or [],
+            bench=BenchResult.from_dict(d["bench"]) if d.get("bench") else None,
+            ncu=d.get("ncu"),
+            launch=LaunchFacts.from_dict(d["launch"]) if d.get("launch") else None,
+            cache=[Finding.from_dict(f) for f in d.get("cache") or []],
+            missing=d.get("missing") or {},
+        )
 
 
 @dataclass

@@ -46,9 +46,7 @@ def launch_bound(facts: Facts) -> list[Finding]:
         "dtype": lf.dtype,
     }
     gain = graph if graph is not None else idle
-    fix = fix_text("launch-bound", evidence)
-    if lf.graph_correct is False:
-        fix += "; the graph replay's outputs were wrong here (allocation or host sync inside?)"
+    fix = fix_text("launch-bound", evidence, "graph-wrong" if lf.graph_correct is False else None)
     return [
         Finding(
             id="launch-bound",

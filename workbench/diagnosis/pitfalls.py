@@ -60,7 +60,7 @@ def _t(name: str, value: float, why: str) -> Threshold:
 
 SPILL_FIX = (
     "cut live registers: spread the tile over more warps (num_warps), a smaller tile or fewer "
-    "accumulators, fewer num_stages, or cap registers with maxnreg{try}"
+    "accumulators, fewer num_stages, or cap registers with maxnreg"
 )
 BANK_CONFLICT_FIX = (
     "Triton swizzles the shared memory behind tl.dot itself; conflicts come from reductions and "
@@ -114,6 +114,14 @@ OCCUPANCY_RULES = (
 )
 """NVIDIA's rules whose remedy is more resident warps or programs to hide latency: near the
 roofline's ceiling there is no latency left to hide, so they weigh as the occupancy rows do."""
+NAN_FIX = (
+    "guard divisions and logs with an epsilon, subtract the row max before exp, compute "
+    "exp/log/sqrt in fp32, and accumulate in tl.float32 (fp16 overflows above 65504)"
+)
+GRAPH_FIX = (
+    "capture the workload in one CUDA graph (torch.cuda.CUDAGraph, or torch.compile(mode="
+    "'reduce-overhead')), or fuse the small kernels into fewer"
+)
 STALL_FIXES = {
     "long_scoreboard": "waiting on global or local memory: pipeline the loads (num_stages), load "
     "wider tiles per instruction; on local memory it is register spill",
@@ -206,6 +214,7 @@ PITFALLS: tuple[Pitfall, ...] = (
         SPILL_FIX,
         "seed 000 'Register spill'; NVIDIA MemoryCacheAccessPattern (local)",
         fix_id="config",
+        variants={"alternatives": SPILL_FIX + "; configs that do not spill: {try}"},
         thresholds=(
             _t(
                 "spill_bytes",
@@ -333,9 +342,12 @@ PITFALLS: tuple[Pitfall, ...] = (
         "the kernel makes NaN or Inf where the reference is finite",
         "correctness",
         ("check",),
-        "guard divisions with an epsilon, compute exp/log/sqrt in fp32, and accumulate in "
-        "tl.float32 (fp16 overflows above 65504){overflow}",
+        NAN_FIX,
         "seed 002 'NaN/Inf: division by zero or fp16 overflow'",
+        variants={
+            "float16": NAN_FIX + "; only float16 cases have them: it overflows above 65504, so "
+            "compute in fp32 and cast once at the store"
+        },
     ),
     Pitfall(
         "host-sync",
@@ -555,8 +567,7 @@ PITFALLS: tuple[Pitfall, ...] = (
         "the GPU idles between many small kernels while the host launches them",
         "workload",
         ("launch",),
-        "capture the workload in one CUDA graph (torch.cuda.CUDAGraph, or torch.compile(mode="
-        "'reduce-overhead')), or fuse the small kernels into fewer",
+        GRAPH_FIX,
         "seed 003 'CUDA Graphs: eliminating kernel launch overhead'; issue: 3.55 ms eager vs "
         "0.145 ms from one graph on the H100",
         fix_id="cuda-graph",
@@ -580,6 +591,10 @@ PITFALLS: tuple[Pitfall, ...] = (
                 "is within what a person would not act on",
             ),
         ),
+        variants={
+            "graph-wrong": "fuse the small kernels into fewer: the graph replay's outputs were "
+            "wrong here (an allocation or a host sync inside the captured call?)"
+        },
     ),
     Pitfall(
         "ncu-rule",
@@ -611,6 +626,23 @@ PITFALLS: tuple[Pitfall, ...] = (
         "nothing to fix: compare keep rate and scaling, not elements, or draw both sides from "
         "one Philox stream (tl.rand with the reference's seed and offsets)",
         "seed 002 fused GELU + dropout example; issue 13",
+    ),
+    Pitfall(
+        "rng-keep-rate",
+        "stochastic kernel off in distribution",
+        "a dropout-like kernel whose keep rate or kept-value scale differs from the reference's: "
+        "not another stream, a wrong one",
+        "correctness",
+        ("check",),
+        "keep an element with the reference's probability (1 - p), comparing the draw with p "
+        "the way the reference does, and scale kept values by 1 / (1 - p)",
+        "seed 002 fused GELU + dropout example (x / (1.0 - p)); check.stochastic",
+        variants={
+            "scale": "scale kept values by 1 / keep rate, the reference's factor: "
+            "x / (1.0 - p), not x / p",
+            "rate": "keep an element with the reference's probability (1 - p): compare the draw "
+            "with p the way the reference does (tl.rand(seed, offs) > p)",
+        },
     ),
 )
 

@@ -17,6 +17,11 @@ from workbench.diagnosis.roofline import Placement
 
 SOURCES = ("check", "ncu", "bench", "nsys", "configs", "static", "cache")
 """Whose evidence leads a joined finding: a measurement before a static estimate."""
+WRONG = ("correctness", "error")
+"""Kinds whose findings say the kernel is wrong or does not run."""
+CARRIED = ("alternatives", "try")
+"""Evidence a fix needs (what `diagnose --try` applies), lifted from the finding that offers the
+fix to the joined one."""
 MIN_GAIN = 0.05
 """A performance finding whose gain, capped by the headroom, is under this is info: 5 % is
 inside the spread of repeated timings (p20-p80) and of run-to-run clock variation."""
@@ -63,15 +68,17 @@ def _merge(group: list[Finding]) -> Finding:
         "joined": [_as_evidence(f) for f in rest],
     }
     gains = [f.gain for f in ranked if f.gain is not None]
-    fix_id = next((f.fix_id for f in ranked if f.fix_id), None)
+    offer = next((f for f in ranked if f.fix_id), None)
+    if offer is not None:
+        evidence |= {k: offer.evidence[k] for k in CARRIED if k in offer.evidence}
     return replace(
         lead,
         evidence=evidence,
         file=at.file,
         line=at.line,
         gain=gains[0] if gains else None,
-        fix_id=fix_id,
-        fix=next((f.fix for f in ranked if f.fix_id), lead.fix),
+        fix_id=offer.fix_id if offer else None,
+        fix=offer.fix if offer else lead.fix,
     )
 
 
@@ -128,13 +135,15 @@ def apply_roofline(findings: list[Finding], placed: Placement | None) -> list[Fi
 
 
 def rank(findings: list[Finding]) -> list[Finding]:
-    """Most severe first, then most to gain (unknown gains last), correctness before speed."""
+    """Most severe first; at one severity, wrong results before time (a wrong kernel's speed is
+    moot), then most to gain (unknown gains last)."""
     severity = {s: i for i, s in enumerate(SEVERITIES)}
     kinds = {k: i for i, k in enumerate(KINDS)}
     return sorted(
         findings,
         key=lambda f: (
             severity.get(f.severity, len(SEVERITIES)),
+            kind_of(f) not in WRONG,
             -(f.gain if f.gain is not None else -1.0),
             kinds.get(kind_of(f), len(KINDS)),
             f.id,

@@ -96,7 +96,9 @@ _DOT = re.compile(
 _PRECISION = re.compile(r"inputPrecision\s*=\s*(\w+)")
 _ATOMIC = re.compile(r"\btt\.atomic_rmw\s+(\w+),")
 _MEMOP = re.compile(r"\btt\.(load|store)\s+(?P<ops>[^:]*?)\s*:\s*(?P<ty>\S+)")
-_SUB = re.compile(r"^\s*(%[\w.#]+)\s*=\s*arith\.subi\b")
+_DEFINES = re.compile(r"^\s*(%[\w.#]+)\s*=\s*(tt\.dot|arith\.subi|arith\.truncf)\b")
+_TRUNC = re.compile(r"arith\.truncf\s+(%[\w.#]+)\s*:.*\bto\s+tensor<(?P<to>[^>]*)>")
+_ADDF = re.compile(r"arith\.addf\s+(%[\w.#]+),\s*(%[\w.#]+)\s*:\s*tensor<(?P<ty>[^>]*)>")
 _SIGNED_DIV = re.compile(r"\barith\.(divsi|remsi)\s+(%[\w.#]+)\s*,")
 
 
@@ -113,12 +115,13 @@ def _operands(text: str) -> list[str]:
 def ir_findings(
     ttir: str, smap: StageMap, config: str, irregular: list[tuple[int, ...]]
 ) -> list[Finding]:
-    """Patterns in TTIR: low-precision or IEEE dots, float atomics, signed division of a
-    difference, unmasked tensor accesses (reported only when the kernel's shape sets hold
-    irregular shapes)."""
+    """Patterns in TTIR: low-precision or IEEE dots, a dot's product summed in f16/bf16, float
+    atomics, signed division of a difference, unmasked tensor accesses (reported only when the
+    kernel's shape sets hold irregular shapes)."""
     where = {n: key for key, lines in smap.lines.items() for n in lines}
     found: list[Finding] = []
-    differences: set[str] = set()
+    defined: dict[str, list[str]] = {"tt.dot": [], "arith.subi": [], "arith.truncf": []}
+    rounded_dots: set[str] = set()
 
     def add(n: int, id: str, title: str, severity: str, evidence: dict, fix: str) -> None:
         file, line = where.get(n, (None, None))
@@ -126,9 +129,22 @@ def ir_findings(
         found.append(Finding(id, title, severity, evidence, fix, file, line))
 
     for n, line in enumerate(ttir.splitlines(), 1):
-        if m := _SUB.match(line):
-            differences.add(m.group(1))
-        if (m := _SIGNED_DIV.search(line)) and m.group(2) in differences:
+        if m := _DEFINES.match(line):
+            defined[m.group(2)].append(m.group(1))
+        if (m := _TRUNC.search(line)) and m.group(1) in defined["tt.dot"]:
+            rounded_dots.add(defined["arith.truncf"][-1])
+        if (m := _ADDF.search(line)) and {m.group(1), m.group(2)} & rounded_dots:
+            acc = _element(m.group("ty"))
+            add(
+                n,
+                id="accumulating-low-precision",
+                title=f"tl.dot's product is rounded to {acc} and summed in {acc}: the running "
+                "sum is a low-precision accumulator",
+                severity="high",
+                evidence={"accumulator": acc, "ttir": "arith.truncf of tt.dot, then arith.addf"},
+                fix=fix_text("accumulating-low-precision"),
+            )
+        if (m := _SIGNED_DIV.search(line)) and m.group(2) in defined["arith.subi"]:
             op = {"divsi": "//", "remsi": "%"}[m.group(1)]
             add(
                 n,

@@ -1,0 +1,212 @@
+"""Dynamic findings: each flawed pitfall kernel's real CPU facts (the check in the interpreter,
+the cross-compile, the neighbours; tests/fixtures/diagnosis/facts_cpu_*.json, gathered by the
+diagnose loop with --gpu-facts none) rank its pitfall first, its fixed twin raises nothing above
+info; the rest is made here with the check's own comparison on computed outputs."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+from conftest import FIXTURES
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from workbench.catalog.spec import MATMUL_TOLERANCES, KernelSpec
+from workbench.check.compare import compare
+from workbench.check.result import CaseResult, CheckReport
+from workbench.diagnosis import Facts, diagnose
+from workbench.diagnosis.static import ir_findings
+from workbench.ir.linemap import map_mlir
+
+DIAG = FIXTURES / "diagnosis"
+FLAWED = {
+    "pitfall_tail": "no-boundary-mask",
+    "pitfall_stride": "assumes-contiguous",
+    "pitfall_atomics": "reduction-across-blocks",
+    "pitfall_bf16_acc": "accumulating-low-precision",
+    "pitfall_wide_rows": "rows-wider-than-block",
+    "pitfall_dropout_scale": "rng-keep-rate",
+    "pitfall_spill": "register-spill",
+}
+
+
+def cpu_facts(name: str) -> Facts:
+    return Facts.from_dict(json.loads((DIAG / f"facts_cpu_{name}.json").read_text()))
+
+
+@pytest.mark.parametrize("name", sorted(FLAWED))
+def test_each_flawed_kernel_has_its_pitfall_first(name: str):
+    d = diagnose(cpu_facts(name))
+    assert d.findings and d.findings[0].id == FLAWED[name], [(f.severity, f.id) for f in d.findings]
+    assert d.findings[0].severity != "info"
+
+
+TWINS = [f"{n}_fixed" for n in sorted(FLAWED) if n != "pitfall_dropout_scale"]
+
+
+@pytest.mark.parametrize("name", [*TWINS, "pitfall_dropout_rng"])
+def test_fixed_twins_raise_nothing_above_info(name: str):
+    d = diagnose(cpu_facts(name))
+    assert [(f.id, f.title) for f in d.findings if f.severity != "info"] == []
+
+
+def test_the_tail_finding_says_what_the_check_saw():
+    (tail,) = diagnose(cpu_facts("pitfall_tail")).findings
+    assert tail.severity == "high" and "last, partial tile" in tail.title
+    assert tail.evidence["unwritten"] > 0 and tail.evidence["boundary_block"] == 16
+    assert "mask=" in tail.fix
+
+
+def test_strides_ignored_are_told_from_unwritten_outputs():
+    (stride,) = diagnose(cpu_facts("pitfall_stride")).findings
+    assert "assumes contiguous inputs" in stride.title and "not written" not in stride.title
+    assert stride.evidence["contiguous_passed"] == 5 and stride.evidence["cases"] == 4
+    assert "stride" in stride.fix and ".contiguous()" in stride.fix
+
+
+def test_rng_stream_is_info_and_a_wrong_scale_is_not():
+    (stream,) = diagnose(cpu_facts("pitfall_dropout_rng")).findings
+    assert (stream.id, stream.severity) == ("rng-stream", "info")
+    assert stream.title.startswith("same distribution, different RNG stream: keep rate 0.")
+    scale = diagnose(cpu_facts("pitfall_dropout_scale")).findings[0]
+    assert "scaled wrongly" in scale.title and "scale 9" in scale.title
+    assert "not x / p" in scale.fix
+
+
+def test_wide_rows_name_the_widths():
+    wide = diagnose(cpu_facts("pitfall_wide_rows")).findings[0]
+    assert (wide.evidence["widest_passing"], wide.evidence["narrowest_failing"]) == (1024, 3000)
+    assert "no-boundary-mask" not in [
+        f.id for f in diagnose(cpu_facts("pitfall_wide_rows")).findings
+    ]
+
+
+def test_atomics_static_alone_is_medium_and_joins_the_measured_nondeterminism():
+    """In the interpreter two runs agree (it runs programs in order); on a GPU they differ, as
+    the same facts with one case marked so show: then the check leads, the TTIR line joins."""
+    facts = cpu_facts("pitfall_atomics")
+    (static,) = diagnose(facts).findings
+    assert static.severity == "medium" and static.line == 33  # the tl.atomic_add line
+    cases = [
+        replace(c, deterministic=False) if i == 0 else c for i, c in enumerate(facts.check.cases)
+    ]
+    facts.check = CheckReport(facts.kernel, "cuda", "gpu", cases)
+    (joined,) = diagnose(facts).findings
+    assert joined.severity == "high" and joined.evidence["sources"] == ["check", "static"]
+    assert joined.line == 33 and "differ" in joined.title
+
+
+def _spec(tolerances: dict | None = None) -> KernelSpec:
+    return KernelSpec(
+        "k",
+        torch.matmul,
+        torch.matmul,
+        lambda s, d, dev: (),
+        {"check": [(1,)]},
+        tolerances=tolerances or {},
+    )
+
+
+def _case(
+    spec: KernelSpec, out: torch.Tensor, ref: torch.Tensor, dtype: str, shape: list | None = None
+) -> CaseResult:
+    case = CaseResult("regular", shape or list(out.shape), dtype, "contiguous")
+    compare(spec, case, [out], [ref], dtype)
+    return case
+
+
+def test_error_growing_with_k_is_low_precision_accumulation():
+    """A bf16 running sum (each K step's fp32 product rounded to bf16, as pitfall_bf16_acc's
+    kernel does) against an fp32 one: the check's trend finds it and the finding names it."""
+    torch.manual_seed(0)
+    spec, cases = _spec(MATMUL_TOLERANCES), []
+    for k in (256, 2048, 8192):
+        a, b = torch.randn(64, k).bfloat16(), torch.randn(k, 64).bfloat16()
+        ref = (a.float() @ b.float()).bfloat16()
+        acc = torch.zeros(64, 64, dtype=torch.bfloat16)
+        for k0 in range(0, k, 32):
+            acc = (acc.float() + a[:, k0 : k0 + 32].float() @ b[k0 : k0 + 32].float()).bfloat16()
+        cases.append(_case(spec, acc, ref, "bfloat16", [64, 64, k]))
+    facts = Facts("k", check=CheckReport("k", "cpu", "interpreter", cases))
+    (grows,) = diagnose(facts).findings
+    assert grows.id == "accumulating-low-precision" and grows.evidence["dim"] == 2
+    assert grows.evidence["sizes"] == [256, 2048, 8192] and grows.evidence["growth"] > 4
+    assert "fp32" in grows.fix
+
+
+def test_nan_made_by_the_kernel():
+    ref = torch.randn(4, 256, dtype=torch.float16)
+    out = ref.clone()
+    out[1, 7] = float("inf")  # an overflow, as fp16 gives above 65504
+    case = _case(_spec(), out, ref, "float16")
+    assert case.nonfinite == 1
+    (nan,) = diagnose(Facts("k", check=CheckReport("k", "cpu", "x", [case]))).findings
+    assert nan.id == "nan-inf" and nan.severity == "high" and "65504" in nan.fix
+
+
+def _tf32(x: torch.Tensor) -> torch.Tensor:
+    """x rounded to TF32 (10 mantissa bits), as tl.dot rounds fp32 inputs by default."""
+    bits = x.contiguous().view(torch.int32)
+    return ((bits + 0x1000) & ~0x1FFF).view(torch.float32)
+
+
+TF32_DOT = (
+    "%d = tt.dot %a, %b, %c, inputPrecision = tf32 : tensor<16x16xf32> * tensor<16x16xf32> -> "
+    "tensor<16x16xf32> loc(#loc1)"
+)
+
+
+def test_tf32_rounding_against_an_ieee_reference():
+    torch.manual_seed(0)
+    a, b = torch.randn(64, 512), torch.randn(512, 64)
+    ref = (a.double() @ b.double()).float()
+    case = _case(_spec(), _tf32(a) @ _tf32(b), ref, "float32")  # default fp32 tolerances
+    assert case.status == "failed" and 1e-4 < case.rel_l2 < 2e-3
+    check = CheckReport("k", "cpu", "x", [case])
+    (tf32,) = diagnose(Facts("k", check=check)).findings  # no compile facts: the check alone
+    assert tf32.id == "tf32-mismatch" and "input_precision='ieee'" in tf32.fix
+    # compiled, with no tf32 dot in the TTIR: the errors are not TF32's
+    compiled = diagnose(Facts("k", check=check, arch="sm_90")).findings
+    assert "tf32-mismatch" not in [f.id for f in compiled]
+    static = ir_findings(TF32_DOT, map_mlir(TF32_DOT), "cfg", [])
+    (joined,) = diagnose(Facts("k", check=check, arch="sm_90", compile_findings=static)).findings
+    assert joined.severity == "medium" and joined.evidence["sources"] == ["check", "static"]
+
+
+@triton.jit
+def _rotate(x_ptr, y_ptr, n, shift, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    src = (offs - shift) % n
+    tl.store(y_ptr + offs, tl.load(x_ptr + src, mask=offs < n), mask=offs < n)
+
+
+def test_signed_remainder_of_a_difference_with_wrong_values():
+    signature = {
+        "x_ptr": "*fp32",
+        "y_ptr": "*fp32",
+        "n": "i32",
+        "shift": "i32",
+        "BLOCK": "constexpr",
+    }
+    compiled = triton.compile(
+        ASTSource(_rotate, signature, {"BLOCK": 64}), target=GPUTarget("cuda", 90, 32)
+    )
+    ttir = compiled.asm["ttir"]
+    static = ir_findings(ttir, map_mlir(ttir), "BLOCK=64", [])
+    assert [(f.id, f.severity, f.evidence["op"]) for f in static] == [
+        ("c-integer-division", "info", "%")
+    ]
+    # Python's % wraps -1 to n - 1, C's gives -1: the first `shift` outputs come out wrong
+    x = torch.arange(100, dtype=torch.float32)
+    ref, out = torch.roll(x, 3), x.clone()
+    out[:3] = -1.0
+    case = _case(_spec(), out, ref, "float32")
+    facts = Facts("k", check=CheckReport("k", "cpu", "x", [case]), compile_findings=static)
+    top = diagnose(facts).findings[0]
+    assert (top.id, top.severity) == ("c-integer-division", "high")
+    assert top.file.endswith("test_diagnosis_dynamic.py") and "(i % n + n) % n" in top.fix
