@@ -259,6 +259,11 @@ def test_report_command_writes_the_store_and_refuses_an_unknown_kernel(tmp_path,
     data = json.loads(capsys.readouterr().out)
     assert data["index"] is None and [k["kernel"] for k in data["kernels"]] == ["vector_add"]
     assert "python -m workbench bench vector_add" in data["kernels"][0]["missing"]
+    # a kernel not run yet, outside the kernel folder: its commands carry its --path
+    assert main(["report", "matmul16", "--path", MATMUL16, "--json", "--out", str(tmp_path)]) == 0
+    [page] = json.loads(capsys.readouterr().out)["kernels"]
+    assert len(page["missing"]) == 7
+    assert all("--path" in c and c.endswith("sweep_matmul16.py") for c in page["missing"])
     assert main(["report", "vector_ad"]) == 2
     assert "vector_add" in capsys.readouterr().err  # the near name
     assert main(["report", "vector_add", "--all"]) == 2

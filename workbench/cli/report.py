@@ -37,10 +37,12 @@ def run(args: argparse.Namespace) -> int:
         )
     store = Store()
     with_runs = [k for k in store.kernels() if k != "-"]  # "-": jobs of no kernel
-    if args.name and args.name not in with_runs:
-        discover(args.path).find(args.name)  # a name known nowhere is refused, with near ones
+    files = {}
+    if args.name and args.name not in with_runs:  # a name known nowhere is refused, near ones named
+        files[args.name] = discover(args.path).find(args.name).file
     out = Path(writable_folder(args.out or str(reports_dir() / "report"), "--out"))
-    report = write(with_runs if args.all else [args.name], out, args.format, store, args.all)
+    names = with_runs if args.all else [args.name]
+    report = write(names, out, args.format, store, args.all, files)
     if args.json:
         print_json(report.to_dict())
         return 0

@@ -250,6 +250,10 @@ class _Builder:
                 notes.append(f"{rec.where}: torch.compile {rec.speedup_vs_compile}")
             if rec.note:
                 notes.append(f"{rec.where}: {rec.note}")
+            mode = rec.compile_mode or "default"
+            mode_note = f"`vs compile` is against torch.compile(mode={mode!r})"
+            if mode != "default" and mode_note not in notes:
+                notes.append(mode_note)
         self.add(table(BENCH_HEADERS, rows), *(para(n) for n in notes))
         launched = [rec for _, rec in cases.values() if rec.launch]
         if launched:

@@ -85,9 +85,15 @@ def safe_names(names: list[str]) -> dict[str, str]:
 
 
 def write(
-    names: list[str], out: Path, fmt: str, store: Store | None = None, index: bool = True
+    names: list[str],
+    out: Path,
+    fmt: str,
+    store: Store | None = None,
+    index: bool = True,
+    files: dict[str, str] | None = None,
 ) -> Report:
-    """Pages of `names` (and the index linking them, when asked) in `fmt` under `out`."""
+    """Pages of `names` (and the index linking them, when asked) in `fmt` under `out`; `files`
+    names the kernel files of kernels whose runs do not (those not run yet)."""
     store = store or Store()
     generated = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     stems = safe_names(names)
@@ -96,7 +102,7 @@ def write(
     for name in names:
         images = Images(kernels_dir / stems[name], stems[name])
         _clear_images(images.folder)
-        built = kernel_page(Kernel(name, store), images, generated)
+        built = kernel_page(Kernel(name, store, (files or {}).get(name)), images, generated)
         if images.folder.is_dir() and not any(images.folder.iterdir()):
             images.folder.rmdir()  # made for a plot that had nothing to draw
         page = kernels_dir / f"{stems[name]}.{fmt}"
