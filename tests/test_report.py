@@ -9,6 +9,7 @@ import html
 import json
 import re
 import sqlite3
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -209,10 +210,40 @@ def test_names_and_texts_are_escaped_and_file_names_safe(report):
         if report.format == "md":  # a code span shows its text literally: markup is inert there
             text = re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", text)
         assert "<script" not in text and "&lt;script&gt;" in text
+    if report.format == "html":  # only the renderer's own tags, every one closed
+        for k in report.kernels:
+            assert _tags(k.page.read_text()) <= HTML_TAGS, k.kernel
     page = evil.page.read_text()  # its diagnosis' texts hold & < >
     assert "<local>" not in page and "&lt;local&gt;" in page and "&amp; more" in page
     if report.format == "html":
         assert "&lt;256&gt;" in page and "alert(&quot;x&quot;)" in report.index.read_text()
+
+
+HTML_TAGS = set("html head meta title style body h1 h2 h3 p strong code pre a img".split())
+HTML_TAGS |= set("table thead tbody tr th td".split())
+
+
+def _tags(text: str) -> set[str]:
+    """The tags of an HTML page; unbalanced ones fail."""
+
+    class Tags(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: set[str] = set()
+            self.open: list[str] = []
+
+        def handle_starttag(self, tag: str, attrs: list) -> None:
+            self.seen.add(tag)
+            if tag not in ("meta", "img"):
+                self.open.append(tag)
+
+        def handle_endtag(self, tag: str) -> None:
+            assert self.open.pop() == tag
+
+    parser = Tags()
+    parser.feed(text)
+    assert parser.open == []
+    return parser.seen
 
 
 def test_a_corrupt_stored_result_is_reported_and_the_rest_is_written(report):

@@ -96,7 +96,7 @@ def when(run: RunRecord) -> str:
 
 def run_text(run: RunRecord) -> str:
     took = f", {run.seconds:.1f} s" if run.seconds is not None else ""
-    return f"run {run.id} ({run.kind}, {when(run)}, {run.mode} on {run.host}{took})"
+    return f"run {run.id} ({run.kind}, {when(run)}, {run.mode}{took})"
 
 
 class _Builder:
