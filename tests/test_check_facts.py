@@ -40,6 +40,7 @@ GROUPS = (
         "dropout_keeps_p": (FLAWED, {"dtypes": F32, "shape_sets": ["regular"]}),
         "softmax_no_max": (FLAWED, {"dtypes": F32}),
         "mean_over_block": (FLAWED, {"dtypes": F32}),
+        "copy_ignores_strides": (FLAWED, {"dtypes": ["float32", "float16"]}),
     },
     {
         "sum_fp16_acc": (FLAWED, {"dtypes": F32}),
@@ -303,11 +304,12 @@ def test_three_name_byte_model_counts_inputs_and_outputs_at_the_timed_element_si
 # ---- flawed kernels on the interpreter ---------------------------------------------------------
 
 
-def test_payloads_survive_the_interpreter_and_name_ignored_strides(reports):
-    report = reports["scale_ignores_strides"]
+@pytest.mark.parametrize("name", ["copy_ignores_strides", "scale_ignores_strides"])
+def test_payloads_survive_the_interpreter_and_name_ignored_strides(reports, name):
+    report = reports[name]
     strided = [c for c in report.cases if c.layout == "strided"]
     assert {c.dtype for c in strided} == {"float32", "float16"}
-    for c in strided:  # every other element read from the gaps: x * 2.0 keeps the payload
+    for c in strided:  # every other element read from the gaps, copied or times 2.0
         assert c.status == "failed" and c.read_padding == c.numel // 2, c
         assert c.unwritten == 0 and c.nonfinite == 0
     s = report.summary()
@@ -347,6 +349,17 @@ def test_wrong_only_at_irregular_shapes(reports):
     s = reports["mean_over_block"].summary()
     assert s["irregular_only_errors"] and not s["boundary_only_errors"]
     assert s["verdict"] == verdict.IRREGULAR
+
+
+def test_set_names_decide_what_is_irregular_where_the_kernel_names_its_sets():
+    wide = CaseResult("wide", [4, 4096], "float32", "contiguous", status="failed")
+    regular = CaseResult("regular", [4, 256], "float32", "contiguous")
+    irregular = CaseResult("irregular", [3, 100], "float32", "contiguous", status="failed")
+    assert verdict.irregular_only([regular, irregular])
+    assert not verdict.irregular_only([regular, irregular, wide])  # "wide" is neither
+    unnamed = [_case((4096,)), _case((1000,), "failed"), _case((64, 48), "failed")]
+    assert not verdict.irregular_only(unnamed)  # 64 x 48: every size a multiple of 16
+    assert verdict.irregular_only(unnamed[:2])
 
 
 def test_low_precision_accumulation_shows_as_an_error_trend(reports):

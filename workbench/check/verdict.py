@@ -57,8 +57,8 @@ FIXES = {
 }
 
 REGULAR_MULTIPLE = 16
-"""A shape with every size a multiple of this is regular, unless its set is named otherwise:
-the smallest block a kernel tiles with."""
+"""In a check whose sets are not named regular and irregular, a shape with every size a
+multiple of this is regular: the smallest block a kernel tiles with."""
 TREND_MIN_SPAN, TREND_MIN_GROWTH = 8, 4
 TREND_FLOOR = 0.01
 """Of the dtype's default L2 bound: errors below it count as this much (rounding noise, or
@@ -83,24 +83,28 @@ def boundary_only(cases: Sequence[CaseResult]) -> bool:
     return bool(failed) and all(c.boundary_only for c in failed)
 
 
-def irregular(case: CaseResult) -> bool:
-    """A shape not a multiple of a block: the set's name says so ("regular", "irregular" or
-    "derived", the irregular shapes made from a three-name module's inputs), else its sizes."""
+def irregular(case: CaseResult, named: bool) -> bool | None:
+    """Whether a case's shape is not a multiple of a block. Where the kernel names its sets
+    (`named`), the names say so: "irregular" (or "derived", cut from a three-name module's
+    inputs) and "regular"; any other set is neither (None), as its name means something else
+    ("wide", "k"). Without such names, the sizes say so: some size not a multiple of
+    REGULAR_MULTIPLE."""
     if case.shape_set in ("irregular", "derived"):
         return True
     if case.shape_set == "regular":
         return False
-    return any(size % REGULAR_MULTIPLE for size in case.shape)
+    return None if named else any(size % REGULAR_MULTIPLE for size in case.shape)
 
 
 def irregular_only(cases: Sequence[CaseResult]) -> bool:
     """Every failure at an irregular shape, and the regular shapes all ran and passed."""
+    named = any(c.shape_set in ("regular", "irregular") for c in cases)
     failed = [c for c in cases if c.status == "failed"]
-    regular = [c for c in cases if c.status != "skipped" and not irregular(c)]
+    regular = [c for c in cases if c.status != "skipped" and irregular(c, named) is False]
     return (
         bool(failed)
         and bool(regular)
-        and all(irregular(c) for c in failed)
+        and all(irregular(c, named) for c in failed)
         and all(c.status == "passed" for c in regular)
     )
 
