@@ -117,6 +117,11 @@ def _fill(reports: Path) -> None:
     put("diagnose", "pitfall_spill", diagnosed, T0 + HOUR, file=SPILL)
     put("diagnose-try", "pitfall_spill", _trial(), T0 + 2 * HOUR, file=SPILL)
 
+    broken = reports / "runs" / "broken-profile"  # an ncu summary without its metrics
+    broken.mkdir(parents=True)
+    (broken / "profile.json").write_text('{"tool": "ncu", "kernels": [{"launch": 0}]}')
+    put("profile-import", "rms_norm", None, T0, artifacts=str(broken))
+
     put("check", "layer_norm", check_ok, T0)
     bad = put("bench", "layer_norm", bench_result(PARTIAL, "layer_norm"), T0)
     with sqlite3.connect(reports / "workbench.db") as db:  # a row damaged on disk
@@ -247,7 +252,8 @@ def _tags(text: str) -> set[str]:
 
 
 def test_a_corrupt_stored_result_is_reported_and_the_rest_is_written(report):
-    assert {k.kernel for k in report.kernels if k.problems} == {"softmax", "layer_norm"}
+    with_problems = {k.kernel for k in report.kernels if k.problems}
+    assert with_problems == {"softmax", "layer_norm", "rms_norm"}
     softmax = _page(report, "softmax")
     [problem] = next(k for k in report.kernels if k.kernel == "softmax").problems
     assert problem.kind == "corrupt-result" and "KeyError" in problem.cause
@@ -258,6 +264,12 @@ def test_a_corrupt_stored_result_is_reported_and_the_rest_is_written(report):
     assert [p.kind for p in layer.problems] == ["corrupt-store-row"]
     text = layer.page.read_text()
     assert "cannot be decoded" in text and "CORRECT" in text  # the check part still written
+
+    rms = next(k for k in report.kernels if k.kernel == "rms_norm")
+    [problem] = rms.problems
+    assert "profile-import run" in problem.cause and "KeyError" in problem.cause
+    assert "python -m workbench profile rms_norm" in problem.remedy
+    assert "python -m workbench bench rms_norm" in rms.missing  # the parts not run yet
 
 
 def test_safe_names_never_collide():

@@ -120,11 +120,13 @@ class _Builder:
             "history": ("History", self.history),
         }[name]
         self.blocks.append(Heading(2, title))
-        start, self.run = len(self.blocks), None
+        marks = len(self.blocks), len(self.problems), len(self.missing), len(self.images.written)
+        self.run = None
         try:
             build()
         except UNREADABLE as exc:  # a result read back typed, but not as its views expect
-            del self.blocks[start:]
+            del self.blocks[marks[0] :], self.problems[marks[1] :], self.missing[marks[2] :]
+            del self.images.written[marks[3] :]  # the part is replaced whole by its problem
             run = self.run
             action = {"diagnosis": "diagnose", "history": "bench"}.get(name, name)
             problem = (
