@@ -31,7 +31,7 @@ from workbench.runtime.grammar import shape_text
 OnStep = Callable[[str, str, float], None]
 """(step, what it gave or why not, seconds)."""
 STEPS = ("check", "compile", "neighbours", "cache", "bench", "ncu", "import")
-NEIGHBOUR_IDS = ("register-spill", "low-occupancy")
+NEIGHBOUR_IDS = ("register-spill",)
 """Static findings whose fix is another config: only then are the neighbours compiled."""
 
 
@@ -105,7 +105,7 @@ def gather(
 
     def neighbours() -> str:
         if not any(f.id in NEIGHBOUR_IDS for f in facts.compile_findings):
-            return "skipped: no spill or occupancy finding to fix with another config"
+            return "skipped: no spill to fix with another config"
         params = {"space": "neighbours", "dtype": dtype, "time": False}
         if gpu and shape:
             params["shapes"] = [list(shape)]
