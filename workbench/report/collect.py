@@ -61,18 +61,20 @@ class Kernel:
         return cmd
 
     def runs(self, kinds: tuple[str, ...]) -> tuple[list[RunRecord], Problem | None]:
-        """Newest first; a row the store cannot decode is a problem, not a crash."""
-        try:
-            return self.store.history(self.name, kinds, RUNS), None
-        except ValueError as exc:
-            return [], Problem(
-                "corrupt-store-row",
-                f"the store's {'/'.join(kinds)} runs of {self.name} cannot be decoded ({exc})",
-                f"remove the damaged row from {self.store.path} (sqlite3), or point "
-                "WORKBENCH_REPORTS at another store",
-                file=str(self.store.path),
-                source="environment",
-            )
+        """Newest first, without the rows the store could not decode: those are one problem."""
+        runs = self.store.history(self.name, kinds, RUNS)
+        damaged = [r for r in runs if (r.problem or {}).get("kind") == "corrupt-record"]
+        if not damaged:
+            return runs, None
+        return [r for r in runs if r not in damaged], Problem(
+            "corrupt-store-row",
+            f"{len(damaged)} of the store's {'/'.join(kinds)} runs of {self.name} cannot be "
+            f"decoded: {damaged[0].problem['cause']}",
+            f"remove the damaged row from {self.store.path} (sqlite3), or point "
+            "WORKBENCH_REPORTS at another store",
+            file=str(self.store.path),
+            source="environment",
+        )
 
     def newest(
         self, kinds: tuple[str, ...], read: Callable[[RunRecord], T], action: str

@@ -194,16 +194,7 @@ class Store:
         sql = f"SELECT {', '.join(COLUMNS)} FROM runs"
         sql += f" WHERE {' AND '.join(where)}" if where else ""
         sql += " ORDER BY started DESC LIMIT ?"
-        rows = self._query(sql, [*args, limit])
-        return [
-            RunRecord(
-                **{
-                    c: json.loads(v) if c in JSON_COLUMNS and v is not None else v
-                    for c, v in zip(COLUMNS, row)
-                }
-            )
-            for row in rows
-        ]
+        return [_decode(row) for row in self._query(sql, [*args, limit])]
 
     def kernels(self) -> list[str]:
         """Names of the kernels that have runs, A to Z."""
@@ -227,3 +218,24 @@ class Store:
                 file=str(self.path),
                 source="environment",
             ) from exc
+
+
+def _decode(row: Sequence) -> RunRecord:
+    """One stored row; a damaged JSON column reads as None, with the damage as the record's
+    problem, so one bad row costs only itself."""
+    values = dict(zip(COLUMNS, row))
+    damaged = []
+    for c in JSON_COLUMNS:
+        try:
+            values[c] = json.loads(values[c]) if values[c] is not None else None
+        except (TypeError, ValueError) as exc:
+            values[c] = None
+            damaged.append(f"{c} ({exc})")
+    if damaged:
+        values["problem"] = Problem(
+            "corrupt-record",
+            f"run {values.get('id')}: its stored {', '.join(damaged)} is not JSON",
+            "run it again; `history` and the reports read the other runs",
+            source="environment",
+        ).to_dict()
+    return RunRecord(**values)
