@@ -64,6 +64,8 @@ class Compiled:
     ttir_map: StageMap
     values: dict[str, Any]
     """Its constexprs and compile options: the smallest power-of-two tile finds partial tiles."""
+    tuned: bool = False
+    """One of an autotuner's candidates: the autotuner times them all and runs the fastest."""
 
 
 def diagnose_compile(
@@ -81,6 +83,7 @@ def diagnose_compile(
         found += [f for f in (spill, low) if f is not None]
         irregular = _irregular_for(shapes, c.values)
         found += static.ir_findings(c.ttir, c.ttir_map, c.label, irregular)
+    found = static.among_candidates(found, {c.label: _launches(c) for c in compiled if c.tuned})
     for source, file, first_line in kernel_sources:
         found += static.constexpr_findings(source, file, first_line)
     found += static.host_sync_findings(wrapper_sources)
@@ -100,7 +103,8 @@ def diagnose(facts: Facts) -> Diagnosis:
     found = [f for detect in detectors() for f in detect(facts)]
     placed = roofline.place(facts)
     joined = rank.join(found, measured.RULE_PEERS)
-    ranked = rank.rank(rank.apply_roofline(joined, placed))
+    weighed = rank.apply_launch(rank.apply_roofline(joined, placed), facts.launch)
+    ranked = rank.rank(rank.explain(weighed))
     return Diagnosis(
         kernel=facts.kernel,
         findings=ranked,
@@ -109,6 +113,11 @@ def diagnose(facts: Facts) -> Diagnosis:
         agreement=agreement.table(facts, ranked, placed),
         missing=dict(facts.missing),
     )
+
+
+def _launches(c: Compiled) -> bool:
+    occ = c.resources.occupancy
+    return occ is None or occ.blocks_per_sm > 0
 
 
 def _irregular_for(shapes: list[tuple[int, ...]], values: dict[str, Any]) -> list[tuple[int, ...]]:

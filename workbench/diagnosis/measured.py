@@ -266,9 +266,10 @@ def occupancy_gap_finding(k: dict) -> Finding | None:
 
 
 def grid_fill(k: dict) -> dict | None:
-    """How the launch's programs spread over the SMs: each SM runs its share one after another
-    (programs of equal length), so the SM time left idle is 1 - programs / (SMs x the most
-    programs one SM runs). The SM count is the programs one wave holds over programs per SM."""
+    """How the launch's programs fill the GPU, and the share of its SM time left idle: under
+    one wave, the SMs left without a program (programs spread one per SM first, as the block
+    scheduler does); from one wave up, the empty part of the last wave (NVIDIA's tail effect).
+    The SM count is the programs one wave holds over the programs one SM holds."""
     grid, waves = k.get("grid_size"), k.get("waves_per_sm")
     limits = k.get("occupancy_limits") or {}
     per_sm = min(limits.values()) if limits else None
@@ -277,13 +278,16 @@ def grid_fill(k: dict) -> dict | None:
     sms = round(grid / waves / per_sm)
     if sms <= 0:
         return None
-    most = math.ceil(grid / sms)
+    if waves < 1:
+        idle = 1.0 - grid / (sms * math.ceil(grid / sms))
+    else:
+        idle = (math.ceil(waves) - waves) / math.ceil(waves)
     return {
         "programs": round(grid),
         "sms": sms,
         "programs_per_sm": round(per_sm),
         "waves": round(waves, 3),
-        "idle": 1.0 - grid / (sms * most),
+        "idle": idle,
     }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from workbench.diagnosis.facts import LaunchFacts
 from workbench.diagnosis.finding import SEVERITIES, Finding
 from workbench.diagnosis.pitfalls import KINDS, OCCUPANCY_RULES, known, pitfall
 from workbench.diagnosis.roofline import Placement
@@ -132,6 +133,53 @@ def apply_roofline(findings: list[Finding], placed: Placement | None) -> list[Fi
             f = replace(f, severity="info", evidence=evidence)
         out.append(replace(f, gain=gain))
     return out
+
+
+def apply_launch(findings: list[Finding], launch: LaunchFacts | None) -> list[Finding]:
+    """The kernels' own time is the busy share of a call: a fix to a kernel saves its gain times
+    that share (all of it for one long kernel, little between launches of tiny ones)."""
+    idle = launch.idle_fraction if launch is not None else None
+    if not idle:
+        return findings
+    busy = 1.0 - idle
+    out = []
+    for f in findings:
+        if kind_of(f) not in ("performance", "occupancy") or f.gain is None:
+            out.append(f)
+            continue
+        f = replace(f, gain=f.gain * busy)
+        if f.severity != "info" and f.gain < MIN_GAIN:
+            why = (
+                f"the GPU is busy {busy:.0%} of a call ({launch.launches} launches): a faster "
+                "kernel saves little of it"
+            )
+            evidence = {**f.evidence, "demoted": why, "severity_before": f.severity}
+            f = replace(f, severity="info", evidence=evidence)
+        out.append(f)
+    return out
+
+
+def explain(findings: list[Finding]) -> list[Finding]:
+    """A memory-bound kernel far from its peak says where it stands, not why: when a finding as
+    severe gives the reason (a grid that leaves SMs idle, uncoalesced access, spills), the
+    placement folds into the one of them with the most to gain."""
+    far = next((f for f in findings if f.id == "memory-far-from-peak"), None)
+    if far is None or far.severity == "info":
+        return findings
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    causes = [
+        f
+        for f in findings
+        if f is not far
+        and order[f.severity] <= order[far.severity]
+        and kind_of(f) in ("performance", "occupancy")
+    ]
+    if not causes:
+        return findings
+    cause = max(causes, key=lambda f: f.gain or 0.0)
+    folded = [*cause.evidence.get("folded", []), _as_evidence(far)]
+    merged = replace(cause, evidence={**cause.evidence, "folded": folded})
+    return [merged if f is cause else f for f in findings if f is not far]
 
 
 def rank(findings: list[Finding]) -> list[Finding]:

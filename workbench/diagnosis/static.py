@@ -87,6 +87,32 @@ def occupancy_finding(
     )
 
 
+def among_candidates(found: list[Finding], candidates: dict[str, bool]) -> list[Finding]:
+    """Per-config findings of an autotuner's candidates (label -> whether it can launch): one
+    that some launchable candidate is free of is info, since the autotuner times them all and
+    skips those that cannot launch; one that every launchable candidate has keeps its severity."""
+    if len(candidates) < 2:
+        return found
+    launchable = {label for label, ok in candidates.items() if ok}
+    out = []
+    for f in found:
+        label = f.evidence.get("config")
+        if f.id not in PER_CONFIG or label not in candidates or f.severity == "info":
+            out.append(f)
+            continue
+        having = {g.evidence.get("config") for g in found if g.id == f.id and g.severity != "info"}
+        if launchable <= having:
+            out.append(f)
+            continue
+        why = (
+            f"one of {len(candidates)} autotune candidates, {len(launchable - having)} of them "
+            "free of it: the autotuner times them all and skips those that cannot launch "
+            "(`sweep` shows which one wins)"
+        )
+        out.append(replace(f, severity="info", evidence={**f.evidence, "why_info": why}))
+    return out
+
+
 # ---- TTIR ------------------------------------------------------------------------------------
 
 _DOT = re.compile(
