@@ -49,8 +49,11 @@ def test_each_flawed_kernel_has_its_pitfall_first(name: str):
 TWINS = [f"{n}_fixed" for n in sorted(FLAWED) if n != "pitfall_dropout_scale"]
 
 
-@pytest.mark.parametrize("name", [*TWINS, "pitfall_dropout_rng"])
-def test_fixed_twins_raise_nothing_above_info(name: str):
+LIBRARY = ["vector_add", "softmax", "layer_norm", "gelu"]
+
+
+@pytest.mark.parametrize("name", [*TWINS, "pitfall_dropout_rng", *LIBRARY])
+def test_fixed_twins_and_library_kernels_raise_nothing_above_info(name: str):
     d = diagnose(cpu_facts(name))
     assert [(f.id, f.title) for f in d.findings if f.severity != "info"] == []
 

@@ -101,7 +101,8 @@ def among_candidates(found: list[Finding], candidates: dict[str, bool]) -> list[
             out.append(f)
             continue
         having = {g.evidence.get("config") for g in found if g.id == f.id and g.severity != "info"}
-        if launchable <= having:
+        skipped = f.evidence.get("limiter") == "launch" and bool(launchable)
+        if launchable <= having and not skipped:
             out.append(f)
             continue
         why = (
