@@ -64,8 +64,8 @@ def _x(shape, dtype, device):
 
 
 SHAPES = {
-    "regular": [(4096,), (1 << 16,)],
-    "irregular": [(1,), (1000,), (3, 5, 7), (98_431,)],
+    "regular": [(4096,), (1 << 14,)],
+    "irregular": [(1,), (1000,), (3, 5, 7), (9999,)],
     "bench": [(1 << 28,), (1 << 24,)],
 }
 DTYPES = ("float32", "float16", "bfloat16")
@@ -82,7 +82,7 @@ SMALL_GRID = KernelSpec(
     shapes=SHAPES,
     dtypes=DTYPES,
     jit=(_clamp_grid_stride_kernel,),
-    description=f"clamp on a fixed {PROGRAMS} programs in a grid-stride loop: SMs left idle",
+    description="clamp on a fixed 16 programs in a grid-stride loop: SMs left idle",
     **_SAME,
 )
 

@@ -56,8 +56,8 @@ def _x(shape, dtype, device):
 # 1-D irregular sizes: their tail is the last partial BLOCK, and larger than one BLOCK so that
 # some programs run (a size below BLOCK launches none).
 SHAPES = {
-    "regular": [(4096,), (1 << 16,), (64, 1024)],
-    "irregular": [(3000,), (1025,), (98_431,)],
+    "regular": [(4096,), (16, 1024)],
+    "irregular": [(3000,), (1025,), (9999,)],
     "bench": [(1 << 28,), ((1 << 28) - 1,)],
 }
 DTYPES = ("float32", "float16", "bfloat16")
