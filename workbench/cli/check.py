@@ -19,7 +19,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("check", help="check a kernel against its reference")
     p.add_argument("name")
     p.add_argument("--dtype", action="append", choices=DTYPES, help="repeatable; default: all")
-    p.add_argument("--shapes", action="append", metavar="SET", help="shape set(s) to run")
+    p.add_argument(
+        "--shapes",
+        action="append",
+        metavar="SET",
+        help="shape set(s) to run; a three-name module has 'check' (its get_inputs()) and "
+        "'derived' (irregular sizes cut from them)",
+    )
     p.add_argument("--timeout", type=float, default=900.0, help="seconds (default 900)")
     add_path_option(p)
     add_json_option(p)
