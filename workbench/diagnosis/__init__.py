@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbench.diagnosis import (
+# autotune, configs, dynamic, errors and launch are imported for their detectors, which
+# register themselves on import (registry.detector)
+from workbench.diagnosis import (  # noqa: F401
     agreement,
     autotune,
     configs,
@@ -48,8 +50,6 @@ __all__ = [
     "diagnose_profile",
     "irregular_shapes",
 ]
-DETECTOR_MODULES = (autotune, configs, dynamic, errors, launch, measured, roofline, static)
-"""The modules whose detectors register themselves on import."""
 
 
 @dataclass(frozen=True)

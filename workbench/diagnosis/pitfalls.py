@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench.check import verdict
+
 KINDS = ("correctness", "error", "performance", "occupancy", "workload", "info")
 """correctness: wrong results; error: the kernel does not run; performance: time the kernel
 itself loses, so its gain is capped by the roofline's headroom; occupancy: performance that
@@ -182,17 +184,17 @@ PITFALLS: tuple[Pitfall, ...] = (
         thresholds=(
             _t(
                 "growth",
-                2.0,
-                "relative L2 error at the largest K over that at the smallest: rounding the "
-                "output to its dtype gives an error that does not depend on K and fp32 "
-                "accumulation stays far below it, while a low-precision accumulator adds one "
-                "rounding per step",
+                verdict.TREND_MIN_GROWTH,
+                "relative L2 error at the largest size over that at the smallest (the check's "
+                "error_trend): rounding the output to its dtype gives an error that does not "
+                "depend on K and fp32 accumulation stays far below it, while a low-precision "
+                "accumulator adds one rounding per step",
             ),
             _t(
                 "span",
-                4.0,
-                "the largest K over the smallest: below 4x a trend is within the run-to-run "
-                "spread of random inputs",
+                verdict.TREND_MIN_SPAN,
+                "the largest size over the smallest: over less, a trend is within the spread of "
+                "random inputs",
             ),
         ),
     ),
