@@ -188,7 +188,13 @@ def _build(
         result["timings"]["sourcemap_s"] = round(time.perf_counter() - start, 3)
         ttir_map = smap.stages["ttir"]
         facts = Compiled(
-            variant["label"], (file, def_line), res, texts["ttir"], ttir_map, variant["values"]
+            variant["label"],
+            (file, def_line),
+            res,
+            texts["ttir"],
+            ttir_map,
+            variant["values"],
+            tuned=variant["launch"].tuned,
         )
     except WorkbenchError as exc:
         result["error"] = exc.problem.to_dict()

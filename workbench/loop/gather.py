@@ -89,8 +89,7 @@ def gather(
         outcome = jobs.run_job(jobs.Job(kind, entry, params, timeout or opts.timeout), None, cancel)
         out.runs.append(outcome)
         if outcome.result is None:
-            why = outcome.problem.cause if outcome.problem else outcome.status
-            raise WorkbenchError(_problem(kind, why, outcome.run_dir))
+            raise WorkbenchError(outcome.problem or _problem(kind, outcome.status, outcome.run_dir))
         return outcome.result
 
     def check() -> str:
@@ -104,7 +103,7 @@ def gather(
         return f"{len(ir.variants)} config(s) on {ir.arch}, {len(ir.findings)} static finding(s)"
 
     def neighbours() -> str:
-        if not any(f.id in NEIGHBOUR_IDS for f in facts.compile_findings):
+        if not any(f.id in NEIGHBOUR_IDS and f.severity != "info" for f in facts.compile_findings):
             return "skipped: no spill to fix with another config"
         params = {"space": "neighbours", "dtype": dtype, "time": False}
         if gpu and shape:

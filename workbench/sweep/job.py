@@ -324,6 +324,13 @@ def _configs(name: str, tuner: Any, base: Launch) -> list[Values]:
                 "use --space auto (generated from its tile parameters) or --space FILE",
             )
         return [_values_of(c) for c in tuner.configs]
+    if name == "neighbours" and tuner is not None:
+        raise fail(
+            "autotuned",
+            f"{base.name} runs through @triton.autotune: which config it launches is the "
+            "tuner's pick, so it has no one config to step from",
+            "sweep its own configs (--space own) or a generated space (--space auto)",
+        )
     if name in ("auto", "neighbours"):
         base_values = _configs("own", tuner, base)[0] if tuner is not None else _launch_values(base)
         return space.generate(base_values) if name == "auto" else space.neighbours(base_values)
