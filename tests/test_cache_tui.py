@@ -25,9 +25,8 @@ async def test_cache_pane_shows_entries_and_findings():
     }
     app = One()
     async with app.run_test(size=(160, 40)) as pilot:
-        lines = app.query_one(CachePane).show(report)
+        app.query_one(CachePane).show_report(report)
         await pilot.pause()
-        assert "1 compiled, 1 autotune" in lines[0]
         assert app.query_one("#cache-compiled", DataTable).get_row_at(0)[1] == "scale_kernel"
         assert app.query_one("#cache-tuned", DataTable).row_count == 1
         text = app.query_one("#cache-findings", Static).render()

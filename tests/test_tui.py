@@ -113,11 +113,11 @@ def head(app: WorkbenchApp, tab: str) -> str:
 
 async def select(app: WorkbenchApp, pilot, name: str) -> None:  # type: ignore[no-untyped-def]
     kernels = app.screen.query_one(KernelList)
-    kernels.move_cursor(row=[e.name for e in kernels.entries].index(name))
+    kernels.cursor_row = [e.name for e in kernels.entries].index(name)
     await pilot.pause()
 
 
-def column(table: DataTable, index: int) -> list[str]:
+def column(table: DataTable | KernelList, index: int) -> list[str]:
     return [str(table.get_row_at(i)[index]) for i in range(table.row_count)]
 
 
@@ -144,9 +144,9 @@ async def test_kernel_list_status_filter_sort_and_keys():
         await until(pilot, lambda: app.screen.status)
         kernels = app.screen.query_one(KernelList)
         rows = {kernels.get_row_at(i)[0]: kernels.get_row_at(i) for i in range(kernels.row_count)}
-        assert rows["vector_add"][1:3] == ["ok", "101%"]
+        assert rows["vector_add"][1:3] == ("ok", "101%")
         assert rows["softmax"][1] == "FAIL" and rows["softmax"][4] == "stale"
-        assert rows["gelu"][1:5] == ["-", "-", "-", "-"]
+        assert rows["gelu"][1:5] == ("-", "-", "-", "-")
 
         await pilot.press("end")
         assert kernels.selected.name == column(kernels, 0)[-1]
@@ -165,7 +165,7 @@ async def test_kernel_list_status_filter_sort_and_keys():
         await pilot.pause()
         assert kernels.selected.name == "softmax_online"
 
-        roof = sum(c.get_render_width(kernels) for c in kernels.ordered_columns[:2]) + 1
+        roof = sum(kernels.widths[:2]) + 2 * 2 + 1
         await pilot.click(KernelList, offset=(roof, 0))
         await pilot.pause()
         assert column(kernels, 0)[0] == "vector_add"  # the only kernel with a roofline
@@ -174,19 +174,20 @@ async def test_kernel_list_status_filter_sort_and_keys():
         assert app.screen.sort_column == "find"
 
 
-async def test_jobs_outlive_switches_queue_and_cancel():
-    """A hanging check runs while a check of another kernel waits; both keep to their kernel
-    across kernel and tab switches; `x` cancels the hang and the queued one runs, with the
-    options chosen for its kernel (float32 only)."""
+async def test_jobs_outlive_switches_queue_cancel_and_show_errors_where_results_go():
+    """A hanging check runs while a check and a compile of other kernels wait; each keeps to
+    its kernel across kernel and tab switches; `x` cancels the hang and the queued jobs run: the
+    check with the options chosen for its kernel (float32 only), the compile of a kernel that
+    does not compile with the CLI's error (cause, file:line, remedy) where its IR would be."""
     app = WorkbenchApp([str(FAULTY / "faults.py")])
     async with app.run_test(size=(170, 45), notifications=True) as pilot:
+        await until(pilot, lambda: app.screen.ready)
         await select(app, pilot, "fault_hang")
         await pilot.press("c")
         await select(app, pilot, "fault_free_copy")
         await pilot.press("o")
         await pilot.pause()
-        options = app.screen  # the options of fault_free_copy
-        options.query_one("#opt-dtype").value = "float32"
+        app.screen.query_one("#opt-dtype").value = "float32"  # the options of fault_free_copy
         await pilot.click("#opt-keep")
         await pilot.pause()
         assert "dtype float32" in text(app.screen.query_one("#kernel-head", Static))
@@ -194,18 +195,19 @@ async def test_jobs_outlive_switches_queue_and_cancel():
         await pilot.pause()
         assert "queued behind check fault_hang" in str([n.message for n in app._notifications])
         assert "check of fault_free_copy: queued" in head(app, "check")
+        await select(app, pilot, "fault_compile")
+        await pilot.press("i")
 
-        await pilot.press("4")  # another tab and back: the queue is the app's
-        await pilot.press("1")
+        await pilot.press("1")  # another tab, another kernel: the jobs are the app's
         await select(app, pilot, "fault_hang")
         assert "check of fault_hang: running" in head(app, "check")
-        await pilot.pause(1.5)
+        await until(pilot, lambda: app.queue.running is not None and app.queue.running.total > 0)
         assert app.screen.check_action("cancel", ()) is True
         await pilot.press("j")
         await pilot.pause()
         jobs = app.screen.query_one("#jobs-table", DataTable)
-        assert column(jobs, 1) == ["check", "check"]
-        assert column(jobs, 3) == ["queued", "running"]
+        assert column(jobs, 1) == ["ir", "check", "check"]
+        assert column(jobs, 3) == ["queued", "queued", "running"]
         await pilot.press("escape", "x")
         await settle(app, pilot)
 
@@ -214,20 +216,12 @@ async def test_jobs_outlive_switches_queue_and_cancel():
         cases = app.screen.pane("check").query_one("#cases", DataTable)
         assert cases.row_count and set(column(cases, 1)) == {"float32"}
         assert "fault_free_copy: CORRECT" in head(app, "check")
-        assert (
-            app.screen.query_one(KernelList).get_row_at(
-                app.screen.query_one(KernelList).cursor_row
-            )[1]
-            == "ok"
-        )
+        kernels = app.screen.query_one(KernelList)
+        assert kernels.get_row_at(kernels.cursor_row)[1] == "ok"
 
-
-async def test_a_kernel_that_does_not_compile_shows_its_error_where_the_ir_would_be():
-    app = WorkbenchApp([str(FAULTY / "faults.py")])
-    async with app.run_test(size=(170, 45)) as pilot:
         await select(app, pilot, "fault_compile")
-        await pilot.press("i")
-        await settle(app, pilot)
+        await pilot.press("4")
+        await pilot.pause()
         shown = head(app, "ir")
         assert "0 of 1 config(s) compiled" in shown and "1 did not compile" in shown
         assert "(user-code): " in shown and "faults.py:23: Triton could not compile" in shown
@@ -239,25 +233,36 @@ async def test_a_kernel_that_does_not_compile_shows_its_error_where_the_ir_would
         assert "faults.py:23" in head(app, "resources")
         resources = app.screen.pane("resources").query_one("#resources", DataTable)
         assert column(resources, 7) == ["did not compile"]
-
-        await select(app, pilot, "fault_raises")  # another kernel: its own (empty) tab
+        await select(app, pilot, "fault_raises")  # another kernel: its own, empty, tab
         assert head(app, "resources").startswith("no resources of fault_raises yet: s runs it")
 
 
-async def test_ir_tab_follows_a_python_line_searches_and_diffs_two_configs():
+async def test_ir_sweep_and_cache_of_one_kernel_then_its_file_changes(tmp_path, monkeypatch):
+    """`i`, `t` and `k` queue one after another. The IR tab follows a Python line through the
+    stages and back, searches a stage, diffs two configs; the Sweep tab ranks the kernel's own
+    configs (statically: no GPU, so `n` is greyed); the Cache tab reads Triton's cache with the
+    kernel's keys. Once the file is edited, the tab and the list say the results are older."""
     from workbench.tui.widgets.code_view import CodeView
     from workbench.views import irview
 
-    app = WorkbenchApp([str(FIXTURES / "sweep_three_name.py")])
+    kernel = tmp_path / "sweep_three_name.py"  # one input: its keys recompute in seconds
+    shutil.copy(FIXTURES / "sweep_three_name.py", kernel)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    (tmp_path / "triton-cache").mkdir()
+    app = WorkbenchApp([str(kernel)])
     async with app.run_test(size=(170, 45)) as pilot:
-        await pilot.press("i")
+        await until(pilot, lambda: app.screen.ready)
+        await pilot.press("i", "t", "k")
+        assert [t.action for t in app.queue.tasks] == ["ir", "sweep", "cache"]
         await settle(app, pilot)
+
+        await pilot.press("4")
+        await pilot.pause()
         pane = app.screen.pane("ir")
         source = pane.query_one("#ir-source", CodeView)
         code = pane.query_one("#ir-code", CodeView)
         assert "2 of 3 config(s) compiled" in head(app, "ir")
         assert "must be a power of 2" in head(app, "ir")  # the third config, with its line
-
         await pilot.press("enter")  # into the tab: the source view
         assert source.has_focus
         source.go_to(20)  # tl.store(...)
@@ -268,19 +273,16 @@ async def test_ir_tab_follows_a_python_line_searches_and_diffs_two_configs():
         await pilot.press("right_square_bracket")  # the same line, followed into TTGIR
         assert pane.stage == "ttgir"
         assert code.marks == set(irview.ir_lines(pane.variant, "ttgir", 20)) != set()
-
         code.focus()
         code.go_to(sorted(code.marks)[0])  # and back: an IR line finds its Python line
         await pilot.pause()
         assert source.cursor == 20
-
         await pilot.press("slash", *"tt.load", "enter")
         await pilot.pause()
         assert code.matches and all("tt.load" in code.lines[n - 1] for n in code.matches)
         assert code.cursor in code.matches
         await pilot.press("v")
         assert pane.index == 1 and "config 2/2: BLOCK=1024" in text(pane.query_one("#ir-status"))
-
         await pilot.press("d")
         await pilot.pause()
         await pilot.click("#pick-go")
@@ -290,32 +292,30 @@ async def test_ir_tab_follows_a_python_line_searches_and_diffs_two_configs():
         assert "added" in code.kinds.values() or "removed" in code.kinds.values()
         await pilot.press("escape")
         assert pane.diff is None
+        await pilot.press("3")
+        await pilot.pause()
+        regs = column(app.screen.pane("resources").query_one("#resources", DataTable), 1)
+        assert regs[:2] != ["-", "-"] and regs[2] == "-"  # two compiled, the third did not
 
-
-async def test_resources_of_the_spilling_kernel():
-    app = WorkbenchApp([PITFALLS])
-    async with app.run_test(size=(170, 45)) as pilot:
-        await select(app, pilot, "pitfall_spill")
-        await pilot.press("s")
-        await settle(app, pilot)
-        rows = app.screen.pane("resources").query_one("#resources", DataTable)
-        assert int(column(rows, 2)[0]) > 0
-        findings = text(app.screen.pane("resources").query_one("#findings", Static))
-        assert "register-spill" in findings
-
-
-async def test_sweep_tab_and_n_on_a_config():
-    """`t` sweeps the kernel's own configs (statically here); `n` is greyed without a GPU."""
-    app = WorkbenchApp([str(FIXTURES / "sweep_three_name.py")])
-    async with app.run_test(size=(170, 45)) as pilot:
-        await pilot.press("t")
-        await settle(app, pilot)
-        assert app.screen.active_tab.id == "sweep"
+        await pilot.press("5")
+        await pilot.pause()
         rows = app.screen.pane("sweep").query_one("#sweep-rows", DataTable)
         configs = column(rows, 1)
         assert len(configs) == 3 and all("BLOCK=" in c for c in configs), configs
         assert "sweep sweep_three_name: 3 config(s)" in head(app, "sweep")
         assert app.screen.check_action("in_tab", ("sweep", "profile_row")) is None
+
+        await pilot.press("7")
+        await pilot.pause()
+        shown = head(app, "cache")
+        assert "cache " in shown and "compiled" in shown and "changed since" not in shown
+        os.utime(kernel, (kernel.stat().st_atime, time.time() + 60))
+        app.screen.tick()
+        await pilot.pause()
+        assert "sweep_three_name.py changed since this result: run it again (k)" in head(
+            app, "cache"
+        )
+        assert app.screen.query_one(KernelList).get_row_at(0)[5] == "edited"
 
 
 async def test_n_profiles_the_highlighted_sweep_config_on_a_gpu_host(monkeypatch):
@@ -327,6 +327,7 @@ async def test_n_profiles_the_highlighted_sweep_config_on_a_gpu_host(monkeypatch
     record("sweep", "sweep_three_name", recorded)
     app = WorkbenchApp([str(FIXTURES / "sweep_three_name.py")])
     async with app.run_test(size=(170, 45)) as pilot:
+        await until(pilot, lambda: app.screen.ready)
         await pilot.press("5")
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -352,6 +353,7 @@ async def test_profile_tab_shows_the_stored_profile_or_how_to_make_one(capsys):
     capsys.readouterr()
     app = WorkbenchApp([PITFALLS])
     async with app.run_test(size=(170, 50), notifications=True) as pilot:
+        await until(pilot, lambda: app.screen.ready)
         await select(app, pilot, "pitfall_spill")
         await pilot.press("p")  # greyed here: shows the tab and says why nothing runs
         await app.workers.wait_for_complete()
@@ -378,6 +380,7 @@ async def test_profile_on_a_gpu_host_is_refused_with_the_sessions_own_problem(mo
     monkeypatch.setenv("WORKBENCH_NCU", str(ROOT / "no-such-ncu"))
     app = WorkbenchApp([PITFALLS])
     async with app.run_test(size=(170, 45)) as pilot:
+        await until(pilot, lambda: app.screen.ready)
         await pilot.press("p")
         await settle(app, pilot)
         shown = head(app, "profile")
@@ -389,6 +392,7 @@ async def test_bench_tab_shows_the_stored_h100_bench_and_b_is_greyed_here():
     record("bench", "vector_add", h100_bench(), file=str(ROOT / "kernels" / "vector_add.py"))
     app = WorkbenchApp()
     async with app.run_test(size=(170, 45)) as pilot:
+        await until(pilot, lambda: app.screen.ready)
         await select(app, pilot, "vector_add")
         assert app.screen.check_action("run", ("bench",)) is None
         await pilot.press("b")
@@ -403,35 +407,12 @@ async def test_bench_tab_shows_the_stored_h100_bench_and_b_is_greyed_here():
         assert "stored run bench-vector_add" in head(app, "bench")
 
 
-async def test_cache_tab_and_results_marked_once_the_kernel_file_changes(tmp_path, monkeypatch):
-    """`k` reads the Triton cache with the kernel's recomputed keys; once the kernel's file is
-    edited, the tab and the kernel list say its results describe older code."""
-    kernel = tmp_path / "sweep_three_name.py"  # one input: its keys recompute in seconds
-    shutil.copy(FIXTURES / "sweep_three_name.py", kernel)
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
-    (tmp_path / "triton-cache").mkdir()
-    app = WorkbenchApp([str(kernel)])
-    async with app.run_test(size=(170, 45)) as pilot:
-        await pilot.press("k")
-        await settle(app, pilot)
-        assert app.screen.active_tab.id == "cache"
-        shown = head(app, "cache")
-        assert "cache " in shown and "compiled" in shown, shown
-        assert "changed since" not in shown
-        os.utime(kernel, (kernel.stat().st_atime, time.time() + 60))
-        app.screen.tick()
-        await pilot.pause()
-        assert "sweep_three_name.py changed since this result: run it again (k)" in head(
-            app, "cache"
-        )
-        assert app.screen.query_one(KernelList).get_row_at(0)[5] == "edited"
-
-
 async def test_help_and_palette_come_from_the_keymap():
     from workbench.tui import keymap
 
     app = WorkbenchApp([PITFALLS])
     async with app.run_test(size=(170, 45)) as pilot:
+        await until(pilot, lambda: app.screen.ready)
         await pilot.press("question_mark")
         await pilot.pause()
         table = app.screen.query_one("#help-keys", DataTable)
@@ -455,6 +436,7 @@ async def test_help_and_palette_come_from_the_keymap():
 async def test_options_refuse_a_bad_config_with_the_clis_problem():
     app = WorkbenchApp([PITFALLS])
     async with app.run_test(size=(170, 45)) as pilot:
+        await until(pilot, lambda: app.screen.ready)
         await pilot.press("o")
         await pilot.pause()
         app.screen.query_one("#opt-config").value = "BLOCK_M"

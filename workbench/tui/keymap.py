@@ -41,7 +41,7 @@ DISPLAY = {
 
 GLOBAL_KEYS: tuple[Key, ...] = (
     Key("question_mark", "help", "help", "every key, what it does and what is greyed here"),
-    Key("slash", "filter", "filter", "filter the kernel list by name (esc clears)"),
+    Key("slash", "filter", "filter", "filter the kernel list by name (esc clears)", show=False),
     Key("o", "options", "options", "choose dtype, shape set, config and arch for the actions"),
     Key("j", "jobs", "jobs", "the job queue: running, queued and finished jobs; cancel one"),
     Key("x", "cancel", "cancel", "cancel the running job"),

@@ -22,6 +22,7 @@ from workbench.tui.jobqueue import DONE, QUEUED, RUNNING, Task
 from workbench.tui.tabs import TABS, Tab, pane_class, tab
 from workbench.tui.widgets.job_bar import JobBar
 from workbench.tui.widgets.kernel_list import KernelList
+from workbench.tui.widgets.kernel_panel import KernelPanel
 from workbench.views.actions import ACTIONS, Finished, Selection, problem_text
 from workbench.views.kernels import LIST_HEADERS, KernelStatus, ordered
 
@@ -33,21 +34,18 @@ class MainScreen(Screen[None]):
     BINDINGS = keymap.bindings()
 
     def compose(self) -> ComposeResult:
+        """The first frame: the kernel list; the kernel's tabs and the job bar follow it."""
         yield Header()
         with Horizontal(id="body"):
             with Vertical(id="left"):
                 yield Input(placeholder="/ filters kernels by name (esc clears)", id="filter")
                 yield KernelList(id="kernels")
                 yield Static(id="problems")
-            with Vertical(id="right"):
-                yield Static(id="kernel-head")
-                with TabbedContent(id="tabs"):
-                    for t in TABS:
-                        yield TabPane(t.title, id=f"tab-{t.id}")
-        yield JobBar(id="jobbar")
         yield Footer()
 
     def on_mount(self) -> None:
+        self.ready = False
+        """The kernel panel and the job bar are mounted (after the list has painted)."""
         self.filter_text = ""
         self.sort_column: str | None = None
         self.sort_reverse = False
@@ -62,9 +60,15 @@ class MainScreen(Screen[None]):
         self.call_after_refresh(self._after_first_paint)
 
     async def _after_first_paint(self) -> None:
-        """What the first frame need not wait for: the first tab, the store's standing."""
+        """What the first frame need not wait for: the kernel's tabs, the job bar, the store's
+        standing of each kernel."""
+        await self.query_one("#body").mount(KernelPanel(id="right"))
+        await self.mount(JobBar(id="jobbar"), before=self.query_one(Footer))
+        self.ready = True
+        self._show_kernel_head()
         await self._show_tab_content()
         self.query_one(JobBar).show(self.app.queue)  # type: ignore[attr-defined]
+        self.refresh_bindings()
         self.load_status([e.name for e in self.app.catalog.kernels])  # type: ignore[attr-defined]
         self.set_interval(STALE_CHECK_S, self.tick)
 
@@ -105,6 +109,8 @@ class MainScreen(Screen[None]):
         self.app.call_from_thread(self._status_read, found)
 
     def _status_read(self, found: dict[str, KernelStatus]) -> None:
+        if not self.is_attached:  # the app quit while the store was read
+            return
         self.status.update(found)
         kernels = self.query_one(KernelList)
         for entry in kernels.entries:
@@ -113,13 +119,11 @@ class MainScreen(Screen[None]):
         if self.sort_column not in (None, "name"):
             self._fill_list(keep=self.selected.name if self.selected else None)
 
-    @on(KernelList.RowHighlighted, "#kernels")
-    async def _kernel_changed(self) -> None:
+    async def on_kernel_list_highlighted(self) -> None:
         self._show_kernel_head()
         await self._show_tab_content()
 
-    @on(KernelList.RowSelected, "#kernels")
-    def _kernel_chosen(self) -> None:
+    def on_kernel_list_chosen(self) -> None:
         """enter: into the tab's first widget that takes keys."""
         pane = self.pane(self.active_tab.id)
         for widget in pane.query("*") if pane is not None else []:
@@ -127,8 +131,7 @@ class MainScreen(Screen[None]):
                 widget.focus()
                 return
 
-    @on(KernelList.SortBy)
-    def _sort_by(self, event: KernelList.SortBy) -> None:
+    def on_kernel_list_sort_by(self, event: KernelList.SortBy) -> None:
         if self.sort_column == event.column:
             self.sort_reverse = not self.sort_reverse
         else:
@@ -137,6 +140,8 @@ class MainScreen(Screen[None]):
         self.notify(f"sorted by {event.column}" + (" (reversed)" if self.sort_reverse else ""))
 
     def _show_kernel_head(self) -> None:
+        if not self.ready:
+            return
         e = self.selected
         head = self.query_one("#kernel-head", Static)
         if e is None:
@@ -177,6 +182,8 @@ class MainScreen(Screen[None]):
 
     async def _show_tab_content(self) -> None:
         """The active tab, showing the selected kernel (its pane mounted on first use)."""
+        if not self.ready:
+            return
         t = self.active_tab
         pane = self.pane(t.id)
         if pane is None:
@@ -231,6 +238,8 @@ class MainScreen(Screen[None]):
         self.app.call_from_thread(self._stored_read, entry, tab_id, found)
 
     def _stored_read(self, entry: KernelEntry, tab_id: str, found: Finished | None) -> None:
+        if not self.is_attached:
+            return
         key = (entry.name, tab_id)
         self.reading.discard(key)
         self.looked.add(key)
@@ -257,7 +266,7 @@ class MainScreen(Screen[None]):
                 self.notify(
                     f"{action} {entry.name} queued behind {ahead.action} {ahead.kernel.name}"
                 )
-        self.query_one(TabbedContent).active = f"tab-{ACTIONS[action].tabs[0]}"
+        self.action_show_tab(ACTIONS[action].tabs[0])
 
     def task_changed(self, task: Task, event: dict | None) -> None:
         """From the app, on its own thread: a job's event, or its new state."""
@@ -288,6 +297,8 @@ class MainScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         gpu = self.app.gpu  # type: ignore[attr-defined]
+        if not self.ready and action in ("run", "in_tab", "show_tab", "options", "jobs"):
+            return None
         if action == "run":
             if self.selected is None:
                 return None
@@ -312,6 +323,8 @@ class MainScreen(Screen[None]):
     def on_key(self, event: KeyEvent) -> None:
         """A greyed GPU key runs nothing: it says why, and a run key shows its tab's stored
         result."""
+        if not self.ready:
+            return
         for k in keymap.keymap():
             if k.key != event.key or not k.gpu or self.app.gpu:  # type: ignore[attr-defined]
                 continue
@@ -327,7 +340,12 @@ class MainScreen(Screen[None]):
         self.start(action)
 
     def action_show_tab(self, tab_id: str) -> None:
-        self.query_one(TabbedContent).active = f"tab-{tab_id}"
+        """Show a tab; focus inside the one being left goes back to the list first (a focused
+        widget in a hidden pane would bring its tab back)."""
+        tabs = self.query_one(TabbedContent)
+        if self.focused is not None and tabs in self.focused.ancestors:
+            self.query_one(KernelList).focus()
+        tabs.active = f"tab-{tab_id}"
 
     def action_in_tab(self, tab_id: str, method: str, *args: object) -> None:
         pane = self.pane(tab_id)
@@ -353,7 +371,7 @@ class MainScreen(Screen[None]):
 
     def action_back(self) -> None:
         field = self.query_one("#filter", Input)
-        if field.has_focus or field.value:
+        if field.has_focus or field.value or not self.ready:
             field.value = ""
             self.query_one(KernelList).focus()
             return
@@ -395,7 +413,7 @@ class MainScreen(Screen[None]):
     def _go_to_task(self, task: Task | None) -> None:
         if task is not None:
             self.select_kernel(task.kernel.name)
-            self.query_one(TabbedContent).active = f"tab-{ACTIONS[task.action].tabs[0]}"
+            self.action_show_tab(ACTIONS[task.action].tabs[0])
 
     def select_kernel(self, name: str) -> None:
         """Put the cursor on kernel `name`, clearing a filter that hides it."""
@@ -419,7 +437,7 @@ class MainScreen(Screen[None]):
         """How a key stands on this machine and screen: "", greyed with its reason, elsewhere."""
         if k.gpu and not self.app.gpu:  # type: ignore[attr-defined]
             return f"greyed: {keymap.NEEDS_GPU}"
-        if k.tab is not None and k.tab != self.active_tab.id:
+        if k.tab is not None and (not self.ready or k.tab != self.active_tab.id):
             return f"in the {tab(k.tab).title} tab"
         return ""
 
