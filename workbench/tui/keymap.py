@@ -60,9 +60,8 @@ def keymap() -> list[Key]:
         for k in t.keys:
             args = "".join(f", {a!r}" for a in k.args)
             action = f"in_tab({t.id!r}, {k.method!r}{args})"
-            keys.append(
-                Key(k.key, action, k.title, k.help, t.id, k.gpu, k.show, f"{t.id}.{k.method}")
-            )
+            key_id = ".".join([t.id, k.method, *map(str, k.args)])  # ir.stage.-1, ir.stage.1
+            keys.append(Key(k.key, action, k.title, k.help, t.id, k.gpu, k.show, key_id))
     keys.append(
         Key("slash", "in_tab('ir', 'search')", "search", "search this IR stage", "ir", id="ir.find")
     )

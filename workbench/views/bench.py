@@ -44,7 +44,7 @@ def bar(fraction: float, width: int) -> str:
     return ("█" * full + (BLOCKS[part] if part else "")).ljust(width)
 
 
-def bars(records: list[BenchRecord], width: int = 24) -> list[str]:
+def bars(records: list[BenchRecord], width: int = 16) -> list[str]:
     """One line per timed case: the roofline fraction as a bar (full = the measured ceiling),
     then the speedups over eager PyTorch and torch.compile."""
     timed = [r for r in records if r.roofline_ratio is not None]
@@ -55,7 +55,7 @@ def bars(records: list[BenchRecord], width: int = 24) -> list[str]:
         compiled = r.speedup_vs_compile
         vs_compile = compiled if isinstance(compiled, str) else f"{ratio(compiled)}x"
         out.append(
-            f"{name}  {bar(r.roofline_ratio or 0.0, width)} {r.roofline_ratio:.0%} of roofline"
+            f"{name}  {bar(r.roofline_ratio or 0.0, width)} {r.roofline_ratio:.0%} roofline"
             f"  {ratio(r.speedup_vs_torch)}x torch  {vs_compile} compile"
         )
     return out

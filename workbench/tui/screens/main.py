@@ -43,7 +43,8 @@ class MainScreen(Screen[None]):
                 yield Static(id="problems")
         yield Footer()
 
-    def on_mount(self) -> None:
+    def __init__(self) -> None:
+        super().__init__()
         self.ready = False
         """The kernel panel and the job bar are mounted (after the list has painted)."""
         self.filter_text = ""
@@ -54,6 +55,8 @@ class MainScreen(Screen[None]):
         """(kernel, tab) whose stored result is being read."""
         self.looked: set[tuple[str, str]] = set()
         """(kernel, tab) whose store was read (whatever it held)."""
+
+    def on_mount(self) -> None:
         self._fill_list(keep=None)
         self._show_problems()
         self.query_one(KernelList).focus()

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from workbench.sweep import analysis, plot
@@ -20,8 +21,9 @@ from workbench.views.sweep import HEADERS, rows_of, table_order
 class SweepPane(Pane):
     def body(self) -> ComposeResult:
         yield DataTable(id="sweep-rows", zebra_stripes=True, cursor_type="row")
-        yield Static(id="sweep-plot")
-        yield Static(id="sweep-notes")
+        with VerticalScroll(id="sweep-extra"):
+            yield Static(id="sweep-plot")
+            yield Static(id="sweep-notes")
 
     def on_mount(self) -> None:
         self.query_one(DataTable).add_columns(*HEADERS)

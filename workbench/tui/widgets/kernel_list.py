@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.segment import Segment
+from rich.style import Style
 from textual.binding import Binding
 from textual.events import Click
 from textual.geometry import Size
@@ -136,7 +137,8 @@ class KernelList(ScrollView, can_focus=True):
             style += self.get_component_rich_style("kernel-list--even")
         if index == self.cursor_row:
             style += self.get_component_rich_style("kernel-list--cursor")
-        flag = self.get_component_rich_style("kernel-list--flag")
+        marked = self.get_component_rich_style("kernel-list--flag")
+        flag = Style(color=marked.color, bold=marked.bold)  # on the row's own background
         segments = [Segment(" ", style)]
         for i, (cell, w) in enumerate(zip(self.cells[index], self.widths)):
             text = cell.ljust(w) + ("  " if i < len(self.widths) - 1 else " ")

@@ -1,0 +1,108 @@
+"""Snapshots of the TUI's stable screens (pytest-textual-snapshot), from real H100 results in the
+store with fixed run ids and times, and a clock held still so ages read the same every run.
+`pytest tests/test_tui_snapshots.py --snapshot-update` rewrites them after a wanted change; the
+report of a mismatch (snapshot_report.html) shows both side by side."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from conftest import FIXTURES, ROOT
+from test_tui import check_result, h100_bench
+
+from workbench.run.store import RunRecord, Store
+from workbench.tui.app import WorkbenchApp
+from workbench.tui.tabs import base
+
+T0 = 4102444800.0
+"""2100-01-01 UTC: stored runs are newer than any kernel file, so none reads as edited."""
+SIZE = (150, 40)
+KERNELS = [str(ROOT / "kernels" / "vector_add.py"), str(ROOT / "kernels" / "pitfalls")]
+
+
+def _record(kind: str, kernel: str, result: dict | None, artifacts: str | None = None) -> None:
+    summary = (result or {}).get("summary")
+    Store().record(
+        RunRecord(
+            f"{kind}-{kernel}", kind, kernel, None, {}, "ok", T0, 2.0, "h100", "gpu",
+            summary, result, None, artifacts,
+        )
+    )  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def stored(monkeypatch, tmp_path):
+    """The store the screens read, the clock an hour after its runs, a fixed place and zone."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("TZ", "UTC")
+    monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
+    time.tzset()
+    monkeypatch.setattr(base, "clock", lambda: T0 + 3600)
+    _record("check", "vector_add", check_result("vector_add", ["passed", "passed", "passed"]))
+    _record("check", "pitfall_spill", check_result("pitfall_spill", ["passed", "failed"]))
+    _record("bench", "vector_add", h100_bench())
+    sweep = json.loads((FIXTURES / "sweep_h100_matmul16.json").read_text())["result"]
+    _record("sweep", "pitfall_spill", sweep)
+    from workbench.profilers import session
+
+    summary = session.import_file(str(FIXTURES / "ncu_spill.ncu-rep"))
+    summary["file"] = "ncu_spill.ncu-rep"  # not this checkout's path
+    folder = tmp_path / "profile-run"
+    folder.mkdir()
+    (folder / "profile.json").write_text(json.dumps(summary, default=str))
+    _record("profile-import", "pitfall_spill", None, artifacts=str(folder))
+    yield
+    time.tzset()
+
+
+async def _shown(pilot, kernel: str, *keys: str) -> None:  # type: ignore[no-untyped-def]
+    """The app ready, the store read, `kernel` selected, `keys` pressed, nothing moving."""
+    app = pilot.app
+    while not (app.screen.ready and app.screen.status):
+        await pilot.pause(0.05)
+    names = [e.name for e in app.screen.query_one("KernelList").entries]
+    app.screen.query_one("KernelList").cursor_row = names.index(kernel)
+    await pilot.pause()
+    await pilot.press(*keys)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    app.clear_notifications()
+
+
+def test_kernel_list_and_the_check_tab(snap_compare):
+    assert snap_compare(
+        WorkbenchApp(KERNELS), terminal_size=SIZE, run_before=lambda p: _shown(p, "pitfall_spill")
+    )
+
+
+def test_bench_tab_with_its_bars(snap_compare):
+    app = WorkbenchApp(KERNELS)
+    assert snap_compare(app, terminal_size=SIZE, run_before=lambda p: _shown(p, "vector_add", "2"))
+
+
+def test_sweep_tab(snap_compare):
+    app = WorkbenchApp(KERNELS)
+    assert snap_compare(
+        app, terminal_size=SIZE, run_before=lambda p: _shown(p, "pitfall_spill", "5")
+    )
+
+
+def test_profile_tab(snap_compare):
+    app = WorkbenchApp(KERNELS)
+    assert snap_compare(
+        app, terminal_size=SIZE, run_before=lambda p: _shown(p, "pitfall_spill", "6")
+    )
+
+
+def test_help_screen(snap_compare):
+    app = WorkbenchApp(KERNELS)
+    assert snap_compare(
+        app, terminal_size=SIZE, run_before=lambda p: _shown(p, "vector_add", "question_mark")
+    )
+
+
+def test_options_dialog(snap_compare):
+    app = WorkbenchApp(KERNELS)
+    assert snap_compare(app, terminal_size=SIZE, run_before=lambda p: _shown(p, "vector_add", "o"))

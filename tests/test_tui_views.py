@@ -1,0 +1,144 @@
+"""What the TUI stands on without a screen: the keymap table, the kernel list's standing, sorting
+and filter, the params an action builds from its options, the IR line maps, the bench bars."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter
+
+import pytest
+from conftest import FIXTURES, ROOT
+
+from workbench.catalog.discovery import discover
+from workbench.ir.result import IrResult
+from workbench.runtime.errors import WorkbenchError
+from workbench.tui import keymap
+from workbench.tui.tabs import TABS, pane_class
+from workbench.views import actions, bench, irview, kernels
+
+
+def test_every_key_is_bound_once_where_it_acts():
+    """A key means one thing in each place: anywhere, or inside one tab (where it may shadow a
+    key bound anywhere only by design: `/` searches the IR from inside the IR tab)."""
+    keys = keymap.keymap()
+    assert len({k.id for k in keys}) == len(keys), "binding ids are what a user keymap moves"
+    per_place = Counter((k.key, k.tab) for k in keys)
+    assert [kt for kt, n in per_place.items() if n > 1] == []
+    shadowed = {k.key for k in keys if k.tab} & {k.key for k in keys if k.tab is None}
+    assert shadowed == {"slash"}
+
+
+def test_tab_table_keys_reach_real_pane_methods_and_actions():
+    for t in TABS:
+        pane = pane_class(t)
+        assert t.action is None or t.action in actions.ACTIONS
+        for k in t.keys:
+            assert callable(getattr(pane, f"action_{k.method}")), (t.id, k.method)
+    gpu = {k.id for k in keymap.keymap() if k.gpu and k.tab is None}
+    assert gpu == {a.name for a in actions.ACTIONS.values() if a.gpu_only} == {"bench", "profile"}
+
+
+def test_every_action_fills_tabs_that_exist():
+    ids = {t.id for t in TABS}
+    for a in actions.ACTIONS.values():
+        assert a.tabs and set(a.tabs) <= ids, a.name
+
+
+def test_options_become_the_params_the_cli_builds():
+    entry = discover([str(ROOT / "kernels" / "vector_add.py")]).find("vector_add")
+    default = actions.Selection()
+    assert actions.check_params(entry, default) == {"dtypes": None, "shape_sets": None}
+    chosen = actions.Selection(dtype="float16", shape_set="irregular", config="BLOCK=256")
+    first = [list(s) for s in entry.shapes["irregular"]]
+    assert actions.check_params(entry, chosen) == {
+        "dtypes": ["float16"],
+        "shape_sets": ["irregular"],
+    }
+    ir = actions.ir_params(entry, chosen, ["ttir"], [chosen.config])
+    assert ir["shape"] == first[0] and ir["configs"] == ["BLOCK=256"] and ir["arch"] is None
+    assert actions.ir_params(entry, actions.Selection(arch="sm_80"), [], [])["arch"] == 80
+    assert actions.sweep_params(entry, chosen)["shapes"] == first
+    assert actions.bench_params(entry, chosen)["shapes"] == first
+    bench_shape = "x".join(map(str, entry.shapes["bench"][0]))
+    assert actions.profile_case(entry, actions.Selection(dtype="float16")) == (
+        f"{bench_shape}:float16"
+    )
+    assert actions.profile_case(entry, default) == ""
+    with pytest.raises(WorkbenchError, match="is not KEY=VALUE"):
+        actions.Selection(config="BLOCK").validated()
+
+
+def test_a_problem_reads_as_the_cli_prints_it(capsys):
+    from workbench.runtime.errors import Problem
+    from workbench.views.text import print_problem
+
+    problem = Problem("x", "it broke", "fix it", file="/k.py", line=7, source="user-code")
+    print_problem(problem, prefix="case error")
+    assert actions.problem_text("case error", problem) + "\n" == capsys.readouterr().err
+
+
+def test_kernel_standing_from_the_store_and_its_order(tmp_path):
+    from workbench.run.store import RunRecord, Store
+
+    catalog = discover([str(ROOT / "kernels")])
+    now = time.time()
+
+    def run(kind: str, kernel: str, result=None, summary=None, started=now):  # type: ignore[no-untyped-def]
+        Store().record(
+            RunRecord(f"{kind}-{kernel}", kind, kernel, None, {}, "ok", started, 1.0, "h", "gpu",
+                      summary, result, None, None)
+        )  # fmt: skip
+
+    run("check", "softmax", {"correct": False})
+    run("check", "gelu", {"correct": True})
+    run("ir", "gelu", {"findings": [{"severity": "high"}, {"severity": "info"}]})
+    run("diagnose", "gelu", summary={"above_info": 3}, started=now - 60)  # older than the ir run
+    run("bench", "gelu", {"records": [{"status": "ok", "roofline_ratio": 0.4}]})
+    run("cache", "gelu", summary={"dead": 0})
+    status = kernels.statuses([k.name for k in catalog.kernels])
+    assert status["softmax"].check == "FAIL" and status["gelu"].check == "ok"
+    assert status["gelu"].findings == 1 and status["gelu"].roofline == 0.4
+    assert status["gelu"].stale_cache is False and status["attention"] == kernels.NO_STATUS
+    gelu = catalog.find("gelu")
+    assert kernels.row(gelu, status["gelu"]) == ("gelu", "ok", "40%", "1", "ok", "")
+
+    names = [e.name for e in kernels.ordered(catalog.kernels, status, column="check")]
+    assert names[:2] == ["softmax", "gelu"]  # failures first, kernels never checked last
+    assert [e.name for e in kernels.ordered(catalog.kernels, status, "soft max")] == [
+        "softmax",
+        "softmax_online",
+    ]
+    later = time.time() + 5
+    copy = tmp_path / "gelu.py"
+    copy.write_text(open(gelu.file).read())
+    os.utime(copy, (later, later))
+    moved = type(gelu)(**{**gelu.to_dict(), "file": str(copy)})
+    assert kernels.source_changed(moved, status["gelu"])
+    assert not kernels.source_changed(gelu, status["attention"])
+
+
+def test_ir_line_maps_go_both_ways_on_an_h100_compile():
+    result = IrResult.from_dict(
+        json.loads((FIXTURES / "ir_gpu_pitfall_spill.json").read_text())["result"]
+    )
+    variant = result.variants[0]
+    for stage in ("ttir", "ttgir", "llir", "ptx", "sass"):
+        lines = irview.mapped_lines(variant, stage)
+        assert lines, stage
+        for py in lines:
+            for ir in irview.ir_lines(variant, stage, py):
+                assert irview.python_line(variant, stage, ir) == py
+    assert (
+        irview.ir_lines(variant, "ttir", 1) == [] and irview.python_line(variant, "ttir", 0) is None
+    )
+    assert "no ttir code" in irview.trail(variant, "ttir", 1)
+    assert irview.search(["a tt.load b", "x", "TT.LOAD"], "tt.load") == [1, 3]
+    assert irview.search(["a"], "") == []
+
+
+def test_bench_bars_fill_to_the_eighth_of_a_cell():
+    assert bench.bar(1.0, 4) == "████" and bench.bar(2.0, 4) == "████"
+    assert bench.bar(0.5, 3) == "█▌ " and bench.bar(0.0, 2) == "  "
+    assert bench.bar(1 / 32, 4) == "▏   "
