@@ -408,6 +408,38 @@ async def test_bench_tab_shows_the_stored_h100_bench_and_b_is_greyed_here():
         assert "stored run bench-vector_add" in head(app, "bench")
 
 
+async def test_history_tab_marks_a_regression_beyond_the_noise():
+    """Three H100 bench runs of vector_add, the newest float32 case 30 % slower: `h` shows the
+    times per case across runs with that case marked, as `history NAME --trend` does."""
+    for n, scale in enumerate((1.0, 1.01, 1.3)):
+        result = h100_bench()
+        for r in result["records"]:
+            if r["dtype"] == "float32" or scale < 1.3:
+                for k in ("ms", "ms_p20", "ms_p80"):
+                    r[k] *= scale
+        record("bench", "vector_add", result, started=time.time() - 3600 + n, run_id=f"b{n}")
+    app = WorkbenchApp()
+    async with app.run_test(size=(170, 45)) as pilot:
+        await until(pilot, lambda: app.screen.ready)
+        await select(app, pilot, "vector_add")
+        await pilot.press("h")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        shown = head(app, "history")
+        assert "3 bench run(s), 3 case(s): 1 regression(s) beyond the noise" in shown
+        assert "regression: vector_add 268435456 float32 on NVIDIA H100" in shown
+        table = app.screen.pane("history").query_one("#history-cases", DataTable)
+        verdicts = dict(zip(column(table, 0), column(table, 8)))
+        assert verdicts["vector_add 268435456 float32"] == "REGRESSION"
+        assert verdicts["vector_add 268435456 float16"] == "within noise"
+        sparks = text(app.screen.pane("history").query_one("#history-sparks", Static))
+        assert "▁▁█" in sparks
+        await select(app, pilot, "softmax")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert head(app, "history").startswith("no bench runs of softmax stored")
+
+
 async def test_help_and_palette_come_from_the_keymap():
     from workbench.tui import keymap
 

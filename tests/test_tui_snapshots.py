@@ -22,12 +22,14 @@ SIZE = (150, 40)
 KERNELS = [str(ROOT / "kernels" / "vector_add.py"), str(ROOT / "kernels" / "pitfalls")]
 
 
-def _record(kind: str, kernel: str, result: dict | None, artifacts: str | None = None) -> None:
+def _record(
+    kind: str, kernel: str, result: dict | None, artifacts: str | None = None, n: int = 0
+) -> None:
     summary = (result or {}).get("summary")
     Store().record(
         RunRecord(
-            f"{kind}-{kernel}", kind, kernel, None, {}, "ok", T0, 2.0, "h100", "gpu",
-            summary, result, None, artifacts,
+            f"{kind}-{kernel}" + (f"-{n}" if n else ""), kind, kernel, None, {}, "ok", T0 - n,
+            2.0, "h100", "gpu", summary, result, None, artifacts,
         )
     )  # fmt: skip
 
@@ -43,6 +45,11 @@ def stored(monkeypatch, tmp_path):
     _record("check", "vector_add", check_result("vector_add", ["passed", "passed", "passed"]))
     _record("check", "pitfall_spill", check_result("pitfall_spill", ["passed", "failed"]))
     _record("bench", "vector_add", h100_bench())
+    for n, scale in ((1, 0.8), (2, 0.79)):  # two earlier runs, faster: the newest regressed
+        earlier = h100_bench()
+        for r in earlier["records"]:
+            r["ms"], r["ms_p20"], r["ms_p80"] = (r[k] * scale for k in ("ms", "ms_p20", "ms_p80"))
+        _record("bench", "vector_add", earlier, n=n)
     sweep = json.loads((FIXTURES / "sweep_h100_matmul16.json").read_text())["result"]
     _record("sweep", "pitfall_spill", sweep)
     from workbench.profilers import session
@@ -94,6 +101,11 @@ def test_profile_tab(snap_compare):
     assert snap_compare(
         app, terminal_size=SIZE, run_before=lambda p: _shown(p, "pitfall_spill", "6")
     )
+
+
+def test_history_tab(snap_compare):
+    app = WorkbenchApp(KERNELS)
+    assert snap_compare(app, terminal_size=SIZE, run_before=lambda p: _shown(p, "vector_add", "h"))
 
 
 def test_help_screen(snap_compare):

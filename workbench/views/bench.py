@@ -20,6 +20,8 @@ HEADERS = (
 )
 BLOCKS = " ▏▎▍▌▋▊▉█"
 """Eighths of a cell, for bars finer than one character."""
+TICKS = "▁▂▃▄▅▆▇█"
+"""Heights of a sparkline, lowest to highest."""
 
 
 def row(r: BenchRecord) -> tuple[str, ...]:
@@ -59,3 +61,11 @@ def bars(records: list[BenchRecord], width: int = 16) -> list[str]:
             f"  {ratio(r.speedup_vs_torch)}x torch  {vs_compile} compile"
         )
     return out
+
+
+def spark(values: list[float]) -> str:
+    """One character per value, its height between the smallest and the largest of them."""
+    low, high = min(values, default=0.0), max(values, default=0.0)
+    span = high - low
+    top = len(TICKS) - 1
+    return "".join(TICKS[round((v - low) / span * top) if span else 0] for v in values)

@@ -17,6 +17,8 @@ def latest(tab: str, entry: KernelEntry, store: Store | None = None) -> Finished
     """The newest stored result `tab` shows for `entry`, or None when the store has none."""
     if tab == "profile":
         return _profile(entry)
+    if tab == "history":
+        return _history(entry, store or Store())
     kind = STORE_KINDS.get(tab)
     if kind is None:
         return None
@@ -43,6 +45,38 @@ def from_record(tab: str, rec: RunRecord) -> Finished:
         started=rec.started,
         seconds=rec.seconds or 0.0,
         file=rec.file,
+        stored=True,
+    )
+
+
+TREND_RUNS = 10_000
+"""Bench runs read for a trend: all of them, in practice (as `history --trend`)."""
+
+
+def _history(entry: KernelEntry, store: Store) -> Finished | None:
+    """The kernel's bench times per case across runs (`bench.history.trend`), regressions
+    beyond the noise among them: what `workbench history NAME --trend` prints."""
+    from workbench.bench import history
+
+    runs = store.history(entry.name, "bench", TREND_RUNS)
+    found = history.points(runs)
+    if not found:
+        return None
+    trends = history.trend(found)
+    regressed = history.regressions(found)
+    newest = max(runs, key=lambda r: r.started)
+    head = (
+        f"{len({p.run_id for p in found})} bench run(s), {len(trends)} case(s): "
+        f"{len(regressed)} regression(s) beyond the noise"
+    )
+    return Finished(
+        "history",
+        entry.name,
+        "ok",
+        result=trends,
+        lines=[head] + [f"regression: {r.text}" for r in regressed],
+        run_id=newest.id,
+        started=newest.started,
         stored=True,
     )
 

@@ -202,7 +202,7 @@ class MainScreen(Screen[None]):
             return  # a pane being mounted shows the kernel once it is
         key = (entry.name, t.id)
         finished = self.app.results.get(key)  # type: ignore[attr-defined]
-        if finished is None and key not in self.looked and t.action is not None:
+        if finished is None and key not in self.looked:
             self.reading.add(key)
             self.read_stored(entry, t.id)
         pane.show(
@@ -279,6 +279,8 @@ class MainScreen(Screen[None]):
         if task.state in (DONE, "cancelled") and task.finished is not None and event is None:
             for tab_id in ACTIONS[task.action].tabs:
                 self.app.results[(task.kernel.name, tab_id)] = task.finished  # type: ignore[attr-defined]
+            self.app.results.pop((task.kernel.name, "history"), None)  # type: ignore[attr-defined]
+            self.looked.discard((task.kernel.name, "history"))  # a bench run adds to it
             self.load_status([task.kernel.name])
         entry, t = self.selected, self.active_tab
         if entry is None or entry.name != task.kernel.name or t.id not in ACTIONS[task.action].tabs:

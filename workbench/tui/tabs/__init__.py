@@ -75,6 +75,7 @@ TABS: tuple[Tab, ...] = (
     ),
     Tab("profile", "Profile", "profile", "ProfilePane", "p", "profile"),
     Tab("cache", "Cache", "cache", "CachePane", "k", "cache"),
+    Tab("history", "History", "history", "HistoryPane", "h"),
 )
 
 

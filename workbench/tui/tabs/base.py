@@ -112,7 +112,7 @@ def head_text(view: View, empty: str) -> Text:
         if view.loading:
             return Text(f"reading the store for {entry.name} ...", "dim")
         return Text(empty, "dim")
-    text.append(f"{what} of {done.kernel}", "bold")
+    text.append(f"{done.action} of {done.kernel}", "bold")
     if done.run_id:
         text.append(f", {'stored run' if done.stored else 'run'} {done.run_id}")
     text.append(f", {age(now - done.started)} ago")
