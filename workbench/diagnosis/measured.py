@@ -103,13 +103,14 @@ def kernel_findings(k: dict, uses_dot: bool = False) -> list[Finding]:
     "ncu-rule",
 )
 def ncu_findings(facts: Facts) -> list[Finding]:
-    """Every launch of the facts' ncu summary."""
+    """Every launch of the facts' ncu summary; the compile's tl.dot marks its launches as a
+    tile kernel's when they are all of one kernel (else each launch's hot lines say)."""
     if not facts.ncu or facts.ncu.get("tool") != "ncu":
         return []
-    tile = any(f.evidence.get("uses_dot") for f in facts.compile_findings)
-    return [
-        _sourced(f, "ncu") for k in facts.ncu.get("kernels", []) for f in kernel_findings(k, tile)
-    ]
+    launches = facts.ncu.get("kernels", [])
+    one = len({k.get("kernel") for k in launches}) == 1
+    tile = one and any(f.evidence.get("uses_dot") for f in facts.compile_findings)
+    return [_sourced(f, "ncu") for k in launches for f in kernel_findings(k, tile)]
 
 
 # ---- register spill ----------------------------------------------------------------------------

@@ -1,10 +1,12 @@
 """Findings made one per problem, weighed against the roofline, and ranked.
 
 `join` makes the findings of one pitfall one (a spill read from the cubin and measured by ncu,
-a missing mask seen in the TTIR and proven by the check), the measured one leading; folds a
+a missing mask seen in the TTIR and proven by the check), the measured one leading, and folds a
 consequence into its cause (occupancy limited by the registers of a spill; NVIDIA's rule that
 says what one of ours says). `apply_roofline` caps every gain by the kernel's headroom and turns
-what the measurement contradicts into info, saying why. `rank` orders by severity, then gain.
+what the measurement contradicts into info, saying why; `apply_launch` weighs a kernel's gains
+by its busy share of a call; `explain` folds a far placement into the finding that explains it.
+`rank` orders by severity, wrong results before time, then gain.
 """
 
 from __future__ import annotations
