@@ -11,11 +11,17 @@ import pytest
 from conftest import FIXTURES
 
 from workbench.bench.result import BenchRecord, BenchResult, Ceilings
+from workbench.cache import static as cache_static
 from workbench.diagnosis import Diagnosis, Facts, diagnose
 from workbench.diagnosis.finding import Finding
+from workbench.diagnosis.pitfalls import pitfall
 from workbench.diagnosis.rank import MIN_GAIN, rank
 from workbench.diagnosis.roofline import NEAR_PEAK
 from workbench.profilers import ncureport
+
+
+B_ADD, B_SOFTMAX = "bench_h100_vector_add.json", "bench_h100_partial.json"
+DIAG = FIXTURES / "diagnosis"
 
 
 def bench(name: str, file: str) -> BenchResult:
@@ -166,10 +172,6 @@ def test_a_diagnosis_and_its_facts_round_trip(ncu):
     assert replayed.to_dict() == d.to_dict()
 
 
-B_ADD, B_SOFTMAX = "bench_h100_vector_add.json", "bench_h100_partial.json"
-DIAG = FIXTURES / "diagnosis"
-
-
 def _slower(r: BenchRecord, factor: float) -> BenchRecord:
     return replace(
         r,
@@ -179,3 +181,28 @@ def _slower(r: BenchRecord, factor: float) -> BenchRecord:
         speedup_vs_torch=r.speedup_vs_torch / factor,
         speedup_vs_compile=r.speedup_vs_compile / factor,
     )
+
+
+AUTOTUNED = """
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[], key=["M", "n"])
+@triton.jit
+def kern(x_ptr, M, N, BLOCK: tl.constexpr):
+    tl.store(x_ptr, tl.load(x_ptr))
+"""
+
+
+def test_cache_findings_pass_through_in_the_diagnosis_words():
+    """The cache doctor's findings (its own ids, severities "error"/"warning"/"info" and text
+    evidence) are the table's autotune row, ranked with the rest."""
+    found = [Finding.from_dict(f) for f in cache_static.findings(AUTOTUNED, "k.py", "3.6.0")]
+    assert {f.severity for f in found} == {"error", "info"}
+    d = diagnose(Facts("k", cache=found))
+    unknown, non_key = d.findings
+    assert (unknown.id, unknown.severity) == ("autotune-unknown-name", "high")
+    assert "drops them silently" in unknown.evidence["detail"]
+    assert (non_key.id, non_key.severity) == ("autotune-non-key-args", "info")
+    assert pitfall(unknown.id).id == "autotune-stale"
