@@ -19,7 +19,6 @@ from workbench.diagnosis.rank import MIN_GAIN, rank
 from workbench.diagnosis.roofline import NEAR_PEAK
 from workbench.profilers import ncureport
 
-
 B_ADD, B_SOFTMAX = "bench_h100_vector_add.json", "bench_h100_partial.json"
 DIAG = FIXTURES / "diagnosis"
 
