@@ -65,3 +65,9 @@ def test_boundary_block_two_dims():
     assert boundary_block(flat, (35, 48)) == 16
     assert boundary_block(torch.tensor([40 * 48]), (50, 48)) == 32  # rows 32..49 of 32-row tiles
     assert boundary_block(torch.tensor([3 * 48]), (35, 48)) is None
+
+
+def test_bitwise_equal_reads_a_one_element_strided_view():
+    view = torch.zeros(1, 2)[:, ::2]  # (1, 1) with stride 2: .contiguous() keeps that stride
+    assert tensors.bitwise_equal(view, view.clone())
+    assert not tensors.bitwise_equal(view, view + 1)

@@ -152,7 +152,8 @@ def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Equal bit for bit (NaN equals NaN when the bits match)."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    a, b = a.contiguous(), b.contiguous()
+    # fresh dense copies: .contiguous() keeps a (1, 1) view's stride 2, which .view refuses
+    a, b = (t.clone(memory_format=torch.contiguous_format).reshape(-1) for t in (a, b))
     if a.is_floating_point():
         return torch.equal(a.view(torch.uint8), b.view(torch.uint8))
     return torch.equal(a, b)
