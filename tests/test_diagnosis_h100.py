@@ -87,3 +87,17 @@ def test_bank_conflicts_that_cost_nothing_measured_are_info():
     # NVIDIA bounds its partial wave at half the time; the SM time it leaves idle is 3 %
     (tail,) = [r for r in d.agreement if r["ncu"] == "LaunchConfiguration (Tail Effect)"]
     assert "SM time left idle 3%; ours asks for 20%" in tail["why"]
+
+
+def test_the_roofline_of_a_launch_bound_call_says_the_gpu_idles():
+    d = h100("pitfall_launch_bound")
+    assert d.roofline["idle"] == pytest.approx(0.958, abs=1e-3)
+    assert d.roofline["text"].endswith("the GPU idles 96% of a call, between launches")
+    # each NVIDIA rule once, with the launches it fired on
+    rows = [(r["ours"], r["ncu"]) for r in d.agreement]
+    assert len(rows) == len(set(rows)) and all(r["launches"] for r in d.agreement)
+    (gap,) = [r for r in d.agreement if r["ncu"] == "AchievedOccupancy"]
+    assert (
+        gap["why"]
+        == "ours is silent: the grid (4 programs) is smaller than the GPU: grid-too-small"
+    )

@@ -45,7 +45,19 @@ def table(facts: Facts, findings: list[Finding], placed: Placement | None) -> li
                     "launch": f.evidence.get("launch"),
                 }
             )
-    return rows
+    return _once(rows)
+
+
+def _once(rows: list[dict]) -> list[dict]:
+    """One row per (ours, ncu, verdict, why), with the launches it was seen on."""
+    out: dict[tuple, dict] = {}
+    for r in rows:
+        key = (r["ours"], r["ncu"], r["verdict"], r["why"])
+        if key in out:
+            out[key]["launches"].append(r["launch"])
+        else:
+            out[key] = {k: v for k, v in r.items() if k != "launch"} | {"launches": [r["launch"]]}
+    return list(out.values())
 
 
 def _index(findings: list[Finding]) -> dict[tuple[str, str | None], Finding]:
@@ -86,6 +98,10 @@ def _silent(peer: str, k: dict) -> str:
     """Why our detector for `peer` stayed silent on this launch: the figure and our threshold."""
     theoretical = k.get("theoretical_occupancy_pct") or 0.0
     achieved = k.get("achieved_occupancy_pct") or 0.0
+    fill = grid_fill(k)
+    small = fill is not None and fill["programs"] < fill["sms"]
+    if peer == "occupancy-gap" and small:
+        return f"the grid ({fill['programs']} programs) is smaller than the GPU: grid-too-small"
     if peer == "occupancy-gap":
         share = achieved / theoretical if theoretical else 1.0
         return (
@@ -98,7 +114,6 @@ def _silent(peer: str, k: dict) -> str:
             f"{OCCUPANCY_FLOOR:g}% and {ACHIEVED_FLOOR:g}% (NVIDIA: under 80% theoretical)"
         )
     if peer == "grid-too-small":
-        fill = grid_fill(k)
         idle = f"{fill['idle']:.0%}" if fill else "unknown"
         return f"SM time left idle {idle}; ours asks for {GRID_IDLE:.0%}"
     if peer == "smem-bank-conflicts":

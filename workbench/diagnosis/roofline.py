@@ -8,7 +8,7 @@ occupancy rules do not apply. A memory-bound kernel far under copy bandwidth is 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from workbench.bench.result import BenchRecord, BenchResult
 from workbench.diagnosis.facts import Facts, LaunchFacts
@@ -26,6 +26,7 @@ COPY_OF_SPEC = 0.9
 to 90.4 % for torch.clone): ncu's DRAM throughput, a percentage of the spec, over this is the
 fraction of copy bandwidth that the bench's roofline uses."""
 LATENCY_BOUND = limit("low-occupancy", "latency_bound")
+IDLE = limit("launch-bound", "idle")
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,8 @@ class Placement:
     """Fraction of the ceiling (1.0 = at the ceiling; None for latency-bound)."""
     ceiling: str
     figures: dict = field(default_factory=dict)
+    idle: float | None = None
+    """The share of a call the GPU sat idle between launches (launch facts), when known."""
 
     @property
     def headroom(self) -> float | None:
@@ -59,6 +62,8 @@ class Placement:
     def text(self) -> str:
         head = f"{self.bound}-bound {self.short}" if self.ratio is not None else self.short
         head += f" ({self.source}: {self.detail})"
+        if self.idle is not None and self.idle >= IDLE:
+            return head + f": the GPU idles {self.idle:.0%} of a call, between launches"
         if self.near_peak:
             return head + ": little left; the occupancy rules do not apply"
         if self.headroom is not None:
@@ -88,6 +93,7 @@ class Placement:
             "ceiling": self.ceiling,
             "headroom": self.headroom,
             "near_peak": self.near_peak,
+            "idle": self.idle,
             "text": self.text,
             **self.figures,
         }
@@ -95,12 +101,13 @@ class Placement:
 
 def place(facts: Facts) -> Placement | None:
     """The bench's placement when it timed the kernel with a byte or FLOP model, else ncu's."""
+    placed = None
     if facts.bench is not None and (rec := record(facts.bench, facts.launch)) is not None:
-        if (placed := from_bench(rec, facts.bench)) is not None:
-            return placed
-    if facts.ncu and (k := hottest(facts.ncu)) is not None:
-        return from_ncu(k)
-    return None
+        placed = from_bench(rec, facts.bench)
+    if placed is None and facts.ncu and (k := hottest(facts.ncu)) is not None:
+        placed = from_ncu(k)
+    idle = facts.launch.idle_fraction if facts.launch is not None else None
+    return replace(placed, idle=idle) if placed is not None else None
 
 
 def record(bench: BenchResult, launch: LaunchFacts | None = None) -> BenchRecord | None:
