@@ -2,7 +2,7 @@
 # On the GPU host, from the repository root: the GPU test suite and the GPU benchmarks, each step
 # bounded in time so that a stuck one costs only itself; everything lands in DEST (logs, JSON,
 # the fixtures the CPU tests read) and DEST.tgz.
-#   bash benchmarks/gpu_verify.sh DEST [paths|sweep|cache|all]
+#   bash benchmarks/gpu_verify.sh DEST [paths|sweep|cache|diagnose|all]
 set -u
 DEST=${1:?destination folder}
 PART=${2:-all}
@@ -35,6 +35,14 @@ esac
 case $PART in cache | all)
   step gpu_cache 500 env CACHE_FIXTURE_OUT="$DEST/cache" \
     python3 -m pytest -m gpu -q -p no:cacheprovider tests/gpu/test_cache_gpu.py
+  ;;
+esac
+case $PART in diagnose | all)
+  step gpu_pitfalls 400 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_pitfall_kernels.py \
+    tests/gpu/test_check_facts_gpu.py
+  mkdir -p "$DEST/diagnose"
+  step gpu_diagnose 900 env DIAGNOSE_FIXTURES="$DEST/diagnose" \
+    python3 -m pytest -m gpu -q -p no:cacheprovider tests/gpu/test_diagnose_gpu.py
   ;;
 esac
 case $PART in two-gpus)
