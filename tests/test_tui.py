@@ -477,8 +477,10 @@ async def test_options_refuse_a_bad_config_with_the_clis_problem():
         await pilot.pause()
         problem = text(app.screen.query_one("#opt-problem", Static))
         assert "'BLOCK_M' in config is not KEY=VALUE" in problem and "remedy:" in problem
-        app.screen.query_one("#opt-config").value = "BLOCK_M=64,num_warps=8"
-        await pilot.click("#opt-keep")
+        field = app.screen.query_one("#opt-config")
+        field.value = "BLOCK_M=64,num_warps=8"
+        field.focus()
+        await pilot.press("enter")  # enter in the field keeps the options too
         await pilot.pause()
         entry = app.screen.selected
         assert app.selections[entry.name].config == "BLOCK_M=64,num_warps=8"

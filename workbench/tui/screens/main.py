@@ -38,7 +38,6 @@ class MainScreen(Screen[None]):
         yield Header()
         with Horizontal(id="body"):
             with Vertical(id="left"):
-                yield Input(placeholder="/ filters kernels by name (esc clears)", id="filter")
                 yield KernelList(id="kernels")
                 yield Static(id="problems")
         yield Footer()
@@ -66,6 +65,8 @@ class MainScreen(Screen[None]):
         """What the first frame need not wait for: the kernel's tabs, the job bar, the store's
         standing of each kernel."""
         await self.query_one("#body").mount(KernelPanel(id="right"))
+        field = Input(placeholder="/ filters kernels by name (esc clears)", id="filter")
+        await self.query_one("#left").mount(field, before=self.query_one(KernelList))
         await self.mount(JobBar(id="jobbar"), before=self.query_one(Footer))
         self.ready = True
         self._show_kernel_head()
@@ -302,8 +303,8 @@ class MainScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         gpu = self.app.gpu  # type: ignore[attr-defined]
-        if not self.ready and action in ("run", "in_tab", "show_tab", "options", "jobs"):
-            return None
+        if not self.ready:  # the first frame: the list, and a footer that waits for the panel
+            return action in ("help", "quit")
         if action == "run":
             if self.selected is None:
                 return None
@@ -376,7 +377,7 @@ class MainScreen(Screen[None]):
 
     def action_back(self) -> None:
         field = self.query_one("#filter", Input)
-        if field.has_focus or field.value or not self.ready:
+        if field.has_focus or field.value:
             field.value = ""
             self.query_one(KernelList).focus()
             return
