@@ -126,20 +126,25 @@ def _case(
 def test_error_growing_with_k_is_low_precision_accumulation():
     """A bf16 running sum (each K step's fp32 product rounded to bf16, as pitfall_bf16_acc's
     kernel does) against an fp32 one: the check's trend finds it and the finding names it."""
-    torch.manual_seed(0)
-    spec, cases = _spec(MATMUL_TOLERANCES), []
-    for k in (256, 2048, 8192):
-        a, b = torch.randn(64, k).bfloat16(), torch.randn(k, 64).bfloat16()
-        ref = (a.float() @ b.float()).bfloat16()
-        acc = torch.zeros(64, 64, dtype=torch.bfloat16)
-        for k0 in range(0, k, 32):
-            acc = (acc.float() + a[:, k0 : k0 + 32].float() @ b[k0 : k0 + 32].float()).bfloat16()
-        cases.append(_case(spec, acc, ref, "bfloat16", [64, 64, k]))
-    facts = Facts("k", check=CheckReport("k", "cpu", "interpreter", cases))
-    (grows,) = diagnose(facts).findings
+
+    def check(accumulator: torch.dtype) -> CheckReport:
+        torch.manual_seed(0)
+        spec, cases = _spec(MATMUL_TOLERANCES), []
+        for k in (256, 2048, 8192):
+            a, b = torch.randn(64, k).bfloat16(), torch.randn(k, 64).bfloat16()
+            ref = (a.float() @ b.float()).bfloat16()
+            acc = torch.zeros(64, 64, dtype=accumulator)
+            for k0 in range(0, k, 32):
+                step = a[:, k0 : k0 + 32].float() @ b[k0 : k0 + 32].float()
+                acc = (acc.float() + step).to(accumulator)
+            cases.append(_case(spec, acc.bfloat16(), ref, "bfloat16", [64, 64, k]))
+        return CheckReport("k", "cpu", "interpreter", cases)
+
+    (grows,) = diagnose(Facts("k", check=check(torch.bfloat16))).findings
     assert grows.id == "accumulating-low-precision" and grows.evidence["dim"] == 2
     assert grows.evidence["sizes"] == [256, 2048, 8192] and grows.evidence["growth"] > 4
     assert "fp32" in grows.fix
+    assert diagnose(Facts("k", check=check(torch.float32))).findings == []  # rounded once
 
 
 def test_nan_made_by_the_kernel():
@@ -188,22 +193,27 @@ def _rotate(x_ptr, y_ptr, n, shift, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs, tl.load(x_ptr + src, mask=offs < n), mask=offs < n)
 
 
+@triton.jit
+def _transpose_index(x_ptr, y_ptr, n, shift, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    src = (offs % 64) * 64 + offs // 64 + shift
+    tl.store(y_ptr + offs, tl.load(x_ptr + src, mask=offs < n), mask=offs < n)
+
+
+def _ttir(fn) -> str:
+    sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "shift": "i32", "BLOCK": "constexpr"}
+    target = GPUTarget("cuda", 90, 32)
+    return triton.compile(ASTSource(fn, sig, {"BLOCK": 64}), target=target).asm["ttir"]
+
+
 def test_signed_remainder_of_a_difference_with_wrong_values():
-    signature = {
-        "x_ptr": "*fp32",
-        "y_ptr": "*fp32",
-        "n": "i32",
-        "shift": "i32",
-        "BLOCK": "constexpr",
-    }
-    compiled = triton.compile(
-        ASTSource(_rotate, signature, {"BLOCK": 64}), target=GPUTarget("cuda", 90, 32)
-    )
-    ttir = compiled.asm["ttir"]
+    ttir = _ttir(_rotate)
     static = ir_findings(ttir, map_mlir(ttir), "BLOCK=64", [])
     assert [(f.id, f.severity, f.evidence["op"]) for f in static] == [
         ("c-integer-division", "info", "%")
     ]
+    plain = _ttir(_transpose_index)  # // and % of non-negative offsets: nothing to say
+    assert ir_findings(plain, map_mlir(plain), "BLOCK=64", []) == []
     # Python's % wraps -1 to n - 1, C's gives -1: the first `shift` outputs come out wrong
     x = torch.arange(100, dtype=torch.float32)
     ref, out = torch.roll(x, 3), x.clone()
