@@ -292,7 +292,7 @@ async def test_ir_sweep_and_cache_of_one_kernel_then_its_file_changes(tmp_path, 
         assert any(line.startswith("regs") for line in source.lines)
         assert "added" in code.kinds.values() or "removed" in code.kinds.values()
         await pilot.press("escape")
-        assert pane.diff is None
+        assert pane.diff is None and source.lines[0].startswith('"""A plain user module')
         await pilot.press("3")
         await pilot.pause()
         regs = column(app.screen.pane("resources").query_one("#resources", DataTable), 1)

@@ -60,6 +60,8 @@ def test_options_become_the_params_the_cli_builds():
     assert ir["shape"] == first[0] and ir["configs"] == ["BLOCK=256"] and ir["arch"] is None
     assert actions.ir_params(entry, actions.Selection(arch="sm_80"), [], [])["arch"] == 80
     assert actions.sweep_params(entry, chosen)["shapes"] == first
+    assert actions.sweep_params(entry, default)["space"] == "own"
+    assert actions.sweep_params(entry, actions.Selection(space="auto"))["space"] == "auto"
     assert actions.bench_params(entry, chosen)["shapes"] == first
     bench_shape = "x".join(map(str, entry.shapes["bench"][0]))
     assert actions.profile_case(entry, actions.Selection(dtype="float16")) == (

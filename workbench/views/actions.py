@@ -33,11 +33,14 @@ class Selection:
     """K=V,... compiled alone by ir and resources, pinned by profile; "" = the kernel's own."""
     arch: str | None = None
     """sm_XX to compile for (ir, resources, sweep, cache); None = the GPU's, else sm_90."""
+    space: str = "own"
+    """The configs a sweep runs (`sweep --space`): own, auto or neighbours."""
 
     def describe(self) -> str:
         return (
             f"dtype {self.dtype or 'default'} · shapes {self.shape_set or 'default'} · "
-            f"config {self.config or 'own'} · arch {self.arch or 'default'}"
+            f"config {self.config or 'own'} · arch {self.arch or 'default'} · "
+            f"sweep space {self.space}"
         )
 
     def shapes(self, entry: KernelEntry) -> list[list[int]] | None:
@@ -142,7 +145,7 @@ def sweep_params(entry: KernelEntry, sel: Selection) -> dict:
     return {
         "shapes": sel.shapes(entry) or [],
         "dtype": sel.dtype,
-        "space": "own",
+        "space": sel.space,
         "jobs": None,
         "arch": parse_arch(sel.arch) if sel.arch else None,
         "resume": None,
@@ -354,6 +357,8 @@ class Action:
     gpu_only: bool = False
     tabs: tuple[str, ...] = ()
     """The tabs its result fills; the first is the one shown when it starts."""
+    cancellable: bool = True
+    """Its child can be killed midway (`build_report` takes no cancel: a cache job runs out)."""
 
 
 ACTIONS: dict[str, Action] = {
@@ -365,7 +370,9 @@ ACTIONS: dict[str, Action] = {
         Action("ir", "IR at every stage", run_ir, "configs", tabs=("ir", "resources")),
         Action("sweep", "sweep the autotune configs", run_sweep, "configs", tabs=("sweep",)),
         Action("profile", "profile under ncu (GPU)", run_profile, "steps", True, ("profile",)),
-        Action("cache", "read Triton's caches", run_cache, "steps", tabs=("cache",)),
+        Action(
+            "cache", "read Triton's caches", run_cache, "steps", tabs=("cache",), cancellable=False
+        ),
     )
 }
 """Every action the app can start, by name: the same names as the CLI's commands."""

@@ -18,7 +18,7 @@ from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPan
 
 from workbench.catalog.discovery import KernelEntry, discover
 from workbench.tui import keymap
-from workbench.tui.jobqueue import DONE, QUEUED, RUNNING, Task
+from workbench.tui.jobqueue import DONE, QUEUED, RUNNING, Task, cannot_cancel
 from workbench.tui.tabs import TABS, Tab, pane_class, tab
 from workbench.tui.widgets.job_bar import JobBar
 from workbench.tui.widgets.kernel_list import KernelList
@@ -26,7 +26,7 @@ from workbench.tui.widgets.kernel_panel import KernelPanel
 from workbench.views.actions import ACTIONS, Finished, Selection, problem_text
 from workbench.views.kernels import LIST_HEADERS, KernelStatus, ordered
 
-STALE_CHECK_S = 2.0
+STALE_CHECK_S = 1.0
 """How often ages move on and edited sources are looked for (a stat per kernel file)."""
 
 
@@ -360,8 +360,8 @@ class MainScreen(Screen[None]):
 
     def action_cancel(self) -> None:
         running = self.app.queue.running  # type: ignore[attr-defined]
-        if running is not None:
-            self.app.queue.cancel(running)  # type: ignore[attr-defined]
+        if running is not None and not self.app.queue.cancel(running):  # type: ignore[attr-defined]
+            self.notify(cannot_cancel(running), severity="warning")
 
     def action_filter(self) -> None:
         self.query_one("#filter", Input).focus()

@@ -1,5 +1,6 @@
-"""The options of the selected kernel's actions: dtype, shape set, config and arch (the CLI's
---dtype, --shapes/--shape, --config/--pin and --arch), checked before they are kept."""
+"""The options of the selected kernel's actions: dtype, shape set, config, arch and sweep space
+(the CLI's --dtype, --shapes/--shape, --config/--pin, --arch and --space), checked before they
+are kept."""
 
 from __future__ import annotations
 
@@ -13,7 +14,15 @@ from textual.widgets import Button, Input, Label, Select, Static
 from workbench.catalog.discovery import KernelEntry
 from workbench.ir.occupancy import ARCHS
 from workbench.runtime.errors import WorkbenchError
+from workbench.sweep.space import SPACES
 from workbench.views.actions import Selection, problem_text
+
+SPACE_HELP = {
+    "own": "own: the kernel's @triton.autotune configs",
+    "auto": "auto: its tile constexprs x num_warps x num_stages, pruned",
+    "neighbours": "neighbours: one step from the config it launches with",
+}
+"""What `sweep --space` says of each named space."""
 
 
 class OptionsScreen(ModalScreen[Selection | None]):
@@ -57,6 +66,13 @@ class OptionsScreen(ModalScreen[Selection | None]):
                     value=sel.arch if sel.arch in {f"sm_{a}" for a in ARCHS} else Select.NULL,
                     id="opt-arch",
                 )
+                yield Label("sweep space")
+                yield Select(
+                    [(SPACE_HELP[s], s) for s in SPACES],
+                    value=sel.space,
+                    allow_blank=False,
+                    id="opt-space",
+                )
             yield Static(
                 "config: ir and resources compile only it; profile pins it. "
                 "shape set: check runs it; ir, resources and profile take its first shape; "
@@ -87,6 +103,7 @@ class OptionsScreen(ModalScreen[Selection | None]):
             shape_set=self._value("#opt-shapes"),
             config=self.query_one("#opt-config", Input).value.strip(),
             arch=self._value("#opt-arch"),
+            space=str(self.query_one("#opt-space", Select).value),
         )
         try:
             self.dismiss(chosen.validated())

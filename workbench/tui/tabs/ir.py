@@ -57,25 +57,32 @@ class IRPane(Pane):
     def render_result(self, result: Any, finished: Finished) -> None:
         if self.shown != result.kernel:
             self.shown, self.line, self.index = result.kernel, None, 0
-        self.result = result
+        self.result, self.diff = result, None
         self.variants = [v for v in result.variants if not v.error]
         self.index = min(self.index, max(len(self.variants) - 1, 0))
+        if self.variant is not None and self.line is None:  # follow the kernel's first line
+            self.line = min(irview.mapped_lines(self.variant, self.stage), default=None)
+        self._load_source()
+        self._load_stage()
+
+    def _load_source(self) -> None:
+        """The Python file the configs came from, the lines the compiler refused marked."""
+        assert self.result is not None
         source = self.query_one("#ir-source", CodeView)
-        first = result.variants[0] if result.variants else None
+        first = self.result.variants[0] if self.result.variants else None
         file = first.file if first else self.view.entry.file
         try:
             source.load(Path(file).read_text(errors="replace").splitlines())
         except OSError as exc:
             source.load([f"cannot read {file}: {exc.strerror}"])
-        broken = {v.error.get("line") for v in result.variants if v.error and v.error.get("line")}
-        source.classify({int(n): "removed" for n in broken})  # the lines the compiler refused
+        source.border_title = Path(file).name
+        errors = [v.error for v in self.result.variants if v.error]
+        broken = {int(e["line"]) for e in errors if e.get("line")}
+        source.classify({n: "removed" for n in broken})
         if broken:
-            source.go_to(min(int(n) for n in broken), post=False)
-        if self.variant is not None and self.line is None:  # follow the kernel's first line
-            self.line = min(irview.mapped_lines(self.variant, self.stage), default=None)
-            if self.line is not None:
-                source.go_to(self.line, post=False)
-        self._load_stage()
+            source.go_to(min(broken), post=False)
+        elif self.line is not None:
+            source.go_to(self.line, post=False)
 
     @property
     def variant(self) -> IrVariant | None:
@@ -101,6 +108,7 @@ class IRPane(Pane):
                 code.load(Path(path).read_text(errors="replace").splitlines())
             except OSError:
                 code.load([f"{path} is gone: run it again ({self.view.key})"])
+        code.border_title = f"{self.stage}: {v.function}" if v else self.stage
         self.found = []
         if self.line is not None:
             self._follow(self.line)
@@ -126,6 +134,9 @@ class IRPane(Pane):
         parts = [f"{self.stage} ({STAGES.index(self.stage) + 1}/{len(STAGES)})"]
         if self.line is not None and self.diff is None:
             parts.append(irview.trail(v, self.stage, self.line))
+        code = self.query_one("#ir-code", CodeView)
+        if code.cursor in self.found:
+            parts.append(f"match {self.found.index(code.cursor) + 1}/{len(self.found)} (n N)")
         if extra:
             parts.append(extra)
         parts.append(f"config {self.index + 1}/{len(self.variants)}: {v.label}")
@@ -194,7 +205,7 @@ class IRPane(Pane):
         after = [n for n in self.found if (n - code.cursor) * by > 0]
         target = (after[0] if by > 0 else after[-1]) if after else self.found[0 if by > 0 else -1]
         code.go_to(target)
-        self._status(f"match {self.found.index(target) + 1}/{len(self.found)}")
+        self._status()
 
     def action_back(self) -> None:
         """esc: close the search, else leave the diff."""
@@ -203,14 +214,12 @@ class IRPane(Pane):
             field.display = False
             self.query_one("#ir-code", CodeView).focus()
         elif self.diff is not None:
-            self.diff = None
-            self._load_stage()
+            self._leave_diff()
 
     def action_diff(self) -> None:
         """Diff two compiled configs, or leave the diff."""
         if self.diff is not None:
-            self.diff = None
-            self._load_stage()
+            self._leave_diff()
             return
         if len(self.variants) < 2:
             self.app.notify(
@@ -223,6 +232,11 @@ class IRPane(Pane):
 
         labels = [v.label for v in self.variants]
         self.app.push_screen(PickTwo(labels, self.index), self._diff_chosen)
+
+    def _leave_diff(self) -> None:
+        self.diff = None
+        self._load_source()
+        self._load_stage()
 
     def _diff_chosen(self, pair: tuple[int, int] | None) -> None:
         if pair is None or self.result is None:
@@ -240,6 +254,7 @@ class IRPane(Pane):
         lines = (stage.text or f"{self.stage}: no difference").splitlines() if stage else []
         code = self.query_one("#ir-code", CodeView)
         code.load(lines or [f"{self.stage}: not written for both configs"])
+        code.border_title = f"{self.stage}: diff a -> b"
         code.classify(
             {
                 i: "added" if t.startswith("+") else "removed"
@@ -250,6 +265,7 @@ class IRPane(Pane):
         changes = [(k, fmt(x), fmt(y), fmt(delta)) for k, x, y, delta in d.resources]
         counts = ", ".join(f"{s.stage} +{s.added} -{s.removed}" for s in d.stages)
         source = self.query_one("#ir-source", CodeView)
+        source.border_title = "resources a -> b"
         source.load(
             [f"a: {d.a.label}", f"b: {d.b.label}", ""]
             + table(("resource", "a", "b", "b-a"), changes).splitlines()
