@@ -13,8 +13,8 @@ from textual.app import App
 from textual.command import Provider
 from textual.message import Message
 
-from workbench.catalog.discovery import discover
 from workbench.run import machine
+from workbench.tui.catalog import find_kernels
 from workbench.tui.jobqueue import JobQueue, Task
 from workbench.tui.screens.main import MainScreen
 from workbench.views.actions import Finished, Selection
@@ -43,7 +43,7 @@ class WorkbenchApp(App[None]):
     def __init__(self, paths: Sequence[str] = ()) -> None:
         super().__init__()
         self.paths = list(paths)
-        self.catalog = discover(self.paths)
+        self.catalog = find_kernels(self.paths)
         self.gpu = machine.has_gpu()
         self.results: dict[tuple[str, str], Finished] = {}
         """(kernel, tab) -> the newest result there: this session's, or read from the store."""

@@ -16,8 +16,9 @@ from textual.events import Key as KeyEvent
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane, Tabs
 
-from workbench.catalog.discovery import KernelEntry, discover
+from workbench.catalog.discovery import KernelEntry
 from workbench.tui import keymap
+from workbench.tui.catalog import find_kernels
 from workbench.tui.jobqueue import DONE, QUEUED, RUNNING, Task, cannot_cancel
 from workbench.tui.tabs import TABS, Tab, pane_class, tab
 from workbench.tui.widgets.job_bar import JobBar
@@ -392,7 +393,7 @@ class MainScreen(Screen[None]):
 
     def action_reload(self) -> None:
         keep = self.selected.name if self.selected else None
-        self.app.catalog = discover(self.app.paths)  # type: ignore[attr-defined]
+        self.app.catalog = find_kernels(self.app.paths)  # type: ignore[attr-defined]
         self.looked.clear()
         self._fill_list(keep)
         self._show_problems()
