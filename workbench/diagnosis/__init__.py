@@ -104,6 +104,7 @@ def diagnose(facts: Facts) -> Diagnosis:
     placed = roofline.place(facts)
     joined = rank.join(found, measured.RULE_PEERS)
     weighed = rank.apply_launch(rank.apply_roofline(joined, placed), facts.launch)
+    weighed = rank.cap_by_gain(weighed)
     ranked = rank.rank(rank.explain(weighed))
     return Diagnosis(
         kernel=facts.kernel,

@@ -16,6 +16,8 @@ def launch_bound(facts: Facts) -> list[Finding]:
     if lf is None:
         return []
     idle, graph = lf.idle_fraction, graph_gain(lf)
+    if lf.launches is not None and lf.launches < limit("launch-bound", "launches"):
+        return []  # one launch: its overhead is the caller's to amortize, nothing to fuse here
     if graph is not None:
         if graph < limit("launch-bound", "graph_gain"):
             return []  # the replay was measured: it says launches cost little

@@ -161,6 +161,25 @@ def apply_launch(findings: list[Finding], launch: LaunchFacts | None) -> list[Fi
     return out
 
 
+SEVERITY_BY_GAIN = ((0.25, "high"), (0.10, "medium"), (0.0, "low"))
+"""The most severe a performance finding may be for its weighed gain: a fix that saves under a
+tenth of a call is worth a look, not an alarm."""
+
+
+def cap_by_gain(findings: list[Finding]) -> list[Finding]:
+    """A performance or occupancy finding's severity is at most what its known gain earns."""
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    out = []
+    for f in findings:
+        if f.gain is not None and kind_of(f) in ("performance", "occupancy"):
+            earned = next(s for floor, s in SEVERITY_BY_GAIN if f.gain >= floor)
+            if order.get(f.severity, 9) < order[earned]:
+                evidence = {**f.evidence, "severity_before": f.severity}
+                f = replace(f, severity=earned, evidence=evidence)
+        out.append(f)
+    return out
+
+
 def explain(findings: list[Finding]) -> list[Finding]:
     """A memory-bound kernel far from its peak says where it stands, not why: when a finding as
     severe gives the reason (a grid that leaves SMs idle, uncoalesced access, spills), the

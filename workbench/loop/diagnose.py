@@ -37,6 +37,7 @@ class DiagnoseRun:
             "artifacts": self.run_dir,
             "seconds": round(self.seconds, 2),
             "diagnosis": self.diagnosis.to_dict(),
+            "facts": self.gathered.facts.to_dict(),
             "steps": self.gathered.steps,
             "runs": [o.to_dict() for o in self.gathered.runs],
             "trial": self.trial.to_dict() if self.trial else None,
