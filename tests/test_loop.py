@@ -3,6 +3,8 @@ launch facts from a real Nsight Systems export, a trial picked and shown, refusa
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import FIXTURES
 
@@ -62,3 +64,18 @@ def test_a_trial_keeps_the_faster_correct_side_and_shows_both():
     assert slower.kept is before
     wrong = Trial("k", "register-spill", "config", None, None, before, Side("x", 0.1, False))
     assert wrong.kept is before and wrong.to_dict()["kept"]["label"] == "num_warps=4"
+
+
+H100 = FIXTURES / "diagnose_h100"
+
+
+@pytest.mark.parametrize("name", ["spill_try", "launch_bound_try", "transformer_try"])
+def test_trials_measured_on_the_h100_read_back_and_show_both_sides(name: str):
+    stored = json.loads((H100 / f"{name}.json").read_text())["trial"]
+    trial = Trial.from_dict(stored)
+    assert trial.to_dict() == stored
+    assert trial.after is not None and trial.after.correct and trial.before.correct
+    assert trial.speedup == pytest.approx(trial.before.ms / trial.after.ms)
+    assert trial.kept is trial.after  # faster and correct: the fix is kept
+    text = trial_text(trial)
+    assert f"{trial.speedup:.2f}x" in text and "H100" in text.splitlines()[0]

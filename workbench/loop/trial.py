@@ -57,6 +57,14 @@ class Trial:
     def to_dict(self) -> dict:
         return {**asdict(self), "speedup": self.speedup, "kept": asdict(self.kept or self.before)}
 
+    @classmethod
+    def from_dict(cls, d: dict) -> Trial:
+        after = Side(**d["after"]) if d.get("after") else None
+        trial = cls(d["kernel"], d["finding"], d["fix_id"], d.get("shape"), d.get("dtype"),
+                    Side(**d["before"]), after)  # fmt: skip
+        trial.candidates, trial.gpu = d.get("candidates") or [], d.get("gpu")
+        return trial
+
 
 def alternatives(f: Finding) -> list[dict]:
     """The configs a config fix times: the finding's own, or those of a finding joined into it
