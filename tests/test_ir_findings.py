@@ -138,3 +138,22 @@ def _function_source(name: str) -> tuple[str, int]:
     )
     start = node.decorator_list[0].lineno if node.decorator_list else node.lineno
     return "\n".join(text.splitlines()[start - 1 : node.end_lineno]), start
+
+
+TWINS = """\
+@triton.jit
+def flawed(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs))
+
+
+@triton.jit
+def fixed(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+"""
+
+
+def test_a_masked_twin_in_another_function_guards_nothing():
+    found = Finding("no-boundary-mask", "t", "medium", {}, "fix", "k.py", 4)
+    assert drop_guarded([found], {"k.py": TWINS}.__getitem__) == [found]

@@ -314,29 +314,37 @@ def host_sync_findings(
     return sorted(found, key=lambda f: (f.file or "", f.line or 0))
 
 
-def _accesses(source: str) -> list[tuple[int, int, str, bool]]:
-    """(first line, last line, pointer text, masked) of every tl.load / tl.store call."""
+Access = tuple[int, int, str, bool, int]
+"""(first line, last line, pointer text, masked, line of the enclosing def)."""
+
+
+def _accesses(source: str) -> list[Access]:
+    """Every tl.load / tl.store call, with the function it is in."""
     tree = _parse(source)
     out = []
-    for node in ast.walk(tree) if tree else ():
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in ("load", "store")
-            and node.args
-        ):
-            # the mask's position: tl.load(ptr, mask), tl.store(ptr, value, mask)
-            mask_at = 1 if node.func.attr == "load" else 2
-            masked = len(node.args) > mask_at or any(k.arg == "mask" for k in node.keywords)
-            last = node.end_lineno or node.lineno
-            out.append((node.lineno, last, ast.unparse(node.args[0]), masked))
+    for func in ast.walk(tree) if tree else ():
+        if not isinstance(func, ast.FunctionDef):
+            continue
+        for node in ast.walk(func):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("load", "store")
+                and node.args
+            ):
+                # the mask's position: tl.load(ptr, mask), tl.store(ptr, value, mask)
+                mask_at = 1 if node.func.attr == "load" else 2
+                masked = len(node.args) > mask_at or any(k.arg == "mask" for k in node.keywords)
+                last = node.end_lineno or node.lineno
+                out.append((node.lineno, last, ast.unparse(node.args[0]), masked, func.lineno))
     return out
 
 
 def drop_guarded(found: list[Finding], read: Callable[[str], str]) -> list[Finding]:
-    """Drop no-boundary-mask findings on an access whose pointer the same file also reaches
-    with a mask: the split loop of full tiles unmasked and the last tile masked, on purpose."""
-    accesses: dict[str, list[tuple[int, int, str, bool]]] = {}
+    """Drop no-boundary-mask findings on an access whose pointer the same function also reaches
+    with a mask: the split loop of full tiles unmasked and the last tile masked, on purpose (a
+    masked twin elsewhere in the file guards nothing)."""
+    accesses: dict[str, list[Access]] = {}
     kept = []
     for f in found:
         if f.id == "no-boundary-mask" and f.file and f.line:
@@ -345,10 +353,10 @@ def drop_guarded(found: list[Finding], read: Callable[[str], str]) -> list[Findi
                     accesses[f.file] = _accesses(read(f.file))
                 except OSError:
                     accesses[f.file] = []
-            here = {
-                ptr for a, b, ptr, masked in accesses[f.file] if a <= f.line <= b and not masked
-            }
-            guarded = {ptr for _, _, ptr, masked in accesses[f.file] if masked}
+            at = [a for a in accesses[f.file] if a[0] <= f.line <= a[1] and not a[3]]
+            here = {a[2] for a in at}
+            funcs = {a[4] for a in at}
+            guarded = {a[2] for a in accesses[f.file] if a[3] and a[4] in funcs}
             if here and here <= guarded:
                 continue
         kept.append(f)
