@@ -12,14 +12,14 @@ from pathlib import Path
 
 from workbench.bench import campaign
 from workbench.bench import report as benchreport
-from workbench.bench.report import num, ratio
 from workbench.bench.result import BenchRecord
 from workbench.catalog.discovery import KernelEntry, discover
 from workbench.catalog.spec import DTYPES
 from workbench.cli.options import add_json_option, add_path_option
 from workbench.run import machine, store
 from workbench.runtime.errors import fail
-from workbench.runtime.grammar import parse_shape, shape_text
+from workbench.runtime.grammar import parse_shape
+from workbench.views import bench as bench_view
 from workbench.views.text import print_json, print_problem, print_run_end, table
 
 
@@ -162,27 +162,7 @@ def _run_all(
 
 
 def summary_table(records: list[BenchRecord]) -> str:
-    rows = [
-        (
-            r.name,
-            shape_text(r.shape),
-            r.dtype,
-            r.status,
-            num(r.ms, 4),
-            num(r.gbps),
-            num(r.tflops),
-            ratio(r.roofline_ratio),
-            ratio(r.speedup_vs_torch),
-            _compile_cell(r.speedup_vs_compile),
-        )
-        for r in records
-    ]
-    headers = ("kernel", "shape", "dtype", "status", "ms", "GB/s", "TFLOP/s", "roofline")
-    return table((*headers, "vs torch", "vs compile"), rows)
-
-
-def _compile_cell(value: float | str | None) -> str:
-    return value if isinstance(value, str) else ratio(value)
+    return table(("kernel", *bench_view.HEADERS), [(r.name, *bench_view.row(r)) for r in records])
 
 
 def _write(doc: dict, out: str | Path, quiet: bool) -> tuple[Path, Path]:
