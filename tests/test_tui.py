@@ -112,10 +112,27 @@ def head(app: WorkbenchApp, tab: str) -> str:
     return text(app.screen.pane(tab).query_one(".head", Static))
 
 
+async def show(app: WorkbenchApp, pilot, tab: str, key: str | None = None) -> None:  # type: ignore[no-untyped-def]
+    """Press the tab's number (or `key`) and wait until its pane shows the selected kernel's
+    result or says why there is none (a pane mounts the first time its tab shows, and the
+    store is read in the background)."""
+    from workbench.tui.tabs import TABS
+
+    await pilot.press(key or str([t.id for t in TABS].index(tab) + 1))
+
+    def shown() -> bool:
+        pane = app.screen.pane(tab)
+        return pane is not None and pane.is_mounted and "reading the store" not in head(app, tab)
+
+    await until(pilot, lambda: shown() and head(app, tab).strip())
+
+
 async def select(app: WorkbenchApp, pilot, name: str) -> None:  # type: ignore[no-untyped-def]
     kernels = app.screen.query_one(KernelList)
     kernels.cursor_row = [e.name for e in kernels.entries].index(name)
     await pilot.pause()
+    tab = app.screen.active_tab.id
+    await until(pilot, lambda: "reading the store" not in head(app, tab))
 
 
 def column(table: DataTable | KernelList, index: int) -> list[str]:
@@ -199,7 +216,7 @@ async def test_jobs_outlive_switches_queue_cancel_and_show_errors_where_results_
         await select(app, pilot, "fault_compile")
         await pilot.press("i")
 
-        await pilot.press("1")  # another tab, another kernel: the jobs are the app's
+        await show(app, pilot, "check")  # another tab, another kernel: the jobs are the app's
         await select(app, pilot, "fault_hang")
         assert "check of fault_hang: running" in head(app, "check")
         await until(pilot, lambda: app.queue.running is not None and app.queue.running.total > 0)
@@ -221,16 +238,14 @@ async def test_jobs_outlive_switches_queue_cancel_and_show_errors_where_results_
         assert kernels.get_row_at(kernels.cursor_row)[1] == "ok"
 
         await select(app, pilot, "fault_compile")
-        await pilot.press("4")
-        await pilot.pause()
+        await show(app, pilot, "ir")
         shown = head(app, "ir")
         assert "0 of 1 config(s) compiled" in shown and "1 did not compile" in shown
         assert "(user-code): " in shown and "faults.py:23: Triton could not compile" in shown
         assert "remedy: fix the kernel source at faults.py:23" in shown
         source = app.screen.pane("ir").query_one("#ir-source")
         assert source.kinds == {23: "removed"} and source.cursor == 23
-        await pilot.press("3")
-        await pilot.pause()
+        await show(app, pilot, "resources")
         assert "faults.py:23" in head(app, "resources")
         resources = app.screen.pane("resources").query_one("#resources", DataTable)
         assert column(resources, 7) == ["did not compile"]
@@ -257,8 +272,7 @@ async def test_ir_sweep_and_cache_of_one_kernel_then_its_file_changes(tmp_path, 
         assert [t.action for t in app.queue.tasks] == ["ir", "sweep", "cache"]
         await settle(app, pilot)
 
-        await pilot.press("4")
-        await pilot.pause()
+        await show(app, pilot, "ir")
         pane = app.screen.pane("ir")
         source = pane.query_one("#ir-source", CodeView)
         code = pane.query_one("#ir-code", CodeView)
@@ -293,23 +307,22 @@ async def test_ir_sweep_and_cache_of_one_kernel_then_its_file_changes(tmp_path, 
         assert "added" in code.kinds.values() or "removed" in code.kinds.values()
         await pilot.press("escape")
         assert pane.diff is None and source.lines[0].startswith('"""A plain user module')
-        await pilot.press("3")
-        await pilot.pause()
+        await show(app, pilot, "resources")
         regs = column(app.screen.pane("resources").query_one("#resources", DataTable), 1)
         assert regs[:2] != ["-", "-"] and regs[2] == "-"  # two compiled, the third did not
 
-        await pilot.press("5")
-        await pilot.pause()
+        await show(app, pilot, "sweep")
         rows = app.screen.pane("sweep").query_one("#sweep-rows", DataTable)
         configs = column(rows, 1)
         assert len(configs) == 3 and all("BLOCK=" in c for c in configs), configs
         assert "sweep sweep_three_name: 3 config(s)" in head(app, "sweep")
         assert app.screen.check_action("in_tab", ("sweep", "profile_row")) is None
 
-        await pilot.press("7")
-        await pilot.pause()
+        await show(app, pilot, "cache")
         shown = head(app, "cache")
         assert "cache " in shown and "compiled" in shown and "changed since" not in shown
+        reach = text(app.screen.pane("cache").query_one("#cache-reach", Static))
+        assert "sweep_three_name on Triton" in reach and "_scale key" in reach, reach
         os.utime(kernel, (kernel.stat().st_atime, time.time() + 60))
         app.screen.tick()
         await pilot.pause()
@@ -329,9 +342,7 @@ async def test_n_profiles_the_highlighted_sweep_config_on_a_gpu_host(monkeypatch
     app = WorkbenchApp([str(FIXTURES / "sweep_three_name.py")])
     async with app.run_test(size=(170, 45)) as pilot:
         await until(pilot, lambda: app.screen.ready)
-        await pilot.press("5")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await show(app, pilot, "sweep")
         pane = app.screen.pane("sweep")
         assert pane.highlighted()["label"] == recorded["shapes"]["4096x4096x4096"]["best"]
         assert app.screen.check_action("in_tab", ("sweep", "profile_row")) is True
@@ -356,9 +367,7 @@ async def test_profile_tab_shows_the_stored_profile_or_how_to_make_one(capsys):
     async with app.run_test(size=(170, 50), notifications=True) as pilot:
         await until(pilot, lambda: app.screen.ready)
         await select(app, pilot, "pitfall_spill")
-        await pilot.press("p")  # greyed here: shows the tab and says why nothing runs
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await show(app, pilot, "profile", "p")  # greyed here: shows the tab, says why
         assert app.screen.active_tab.id == "profile" and not app.queue.tasks
         assert "needs a CUDA GPU" in str([n.message for n in app._notifications])
         assert "ncu_spill.ncu-rep" in head(app, "profile")
@@ -369,8 +378,6 @@ async def test_profile_tab_shows_the_stored_profile_or_how_to_make_one(capsys):
         assert "register-spill" in findings and "pitfall_spill.py:47" in findings
         assert pane.query_one("#profile-lines", DataTable).get_row_at(0)[1] == "pitfall_spill.py:47"
         await select(app, pilot, "pitfall_spill_fixed")  # no profile stored: says how to get one
-        await app.workers.wait_for_complete()
-        await pilot.pause()
         shown = head(app, "profile")
         assert "no profile stored for pitfall_spill_fixed" in shown and "--import FILE" in shown
         assert not pane.query_one("#profile-kernels", DataTable).display
@@ -384,6 +391,7 @@ async def test_profile_on_a_gpu_host_is_refused_with_the_sessions_own_problem(mo
         await until(pilot, lambda: app.screen.ready)
         await pilot.press("p")
         await settle(app, pilot)
+        await until(pilot, lambda: "[refused]" in head(app, "profile"))
         shown = head(app, "profile")
         assert "[refused]" in shown and "error: WORKBENCH_NCU=" in shown, shown
         assert "remedy: point WORKBENCH_NCU at the ncu program" in shown
@@ -396,9 +404,7 @@ async def test_bench_tab_shows_the_stored_h100_bench_and_b_is_greyed_here():
         await until(pilot, lambda: app.screen.ready)
         await select(app, pilot, "vector_add")
         assert app.screen.check_action("run", ("bench",)) is None
-        await pilot.press("b")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await show(app, pilot, "bench", "b")
         pane = app.screen.pane("bench")
         rows = pane.query_one("#bench-rows", DataTable)
         assert column(rows, 1) == ["float32", "float16", "bfloat16"]
@@ -422,9 +428,7 @@ async def test_history_tab_marks_a_regression_beyond_the_noise():
     async with app.run_test(size=(170, 45)) as pilot:
         await until(pilot, lambda: app.screen.ready)
         await select(app, pilot, "vector_add")
-        await pilot.press("h")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await show(app, pilot, "history", "h")
         shown = head(app, "history")
         assert "3 bench run(s), 3 case(s): 1 regression(s) beyond the noise" in shown
         assert "regression: vector_add 268435456 float32 on NVIDIA H100" in shown
@@ -435,8 +439,6 @@ async def test_history_tab_marks_a_regression_beyond_the_noise():
         sparks = text(app.screen.pane("history").query_one("#history-sparks", Static))
         assert "▁▁█" in sparks
         await select(app, pilot, "softmax")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
         assert head(app, "history").startswith("no bench runs of softmax stored")
 
 

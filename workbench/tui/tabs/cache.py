@@ -1,5 +1,6 @@
-"""The Cache tab: Triton's compile and autotune caches as `workbench cache NAME` reads them, with
-the keys this kernel's inputs are served and the findings (stale, broken, unreachable entries)."""
+"""The Cache tab: Triton's compile and autotune caches as `workbench cache NAME` reads them: the
+findings (stale, broken, unreachable entries), the keys this kernel's inputs are served, and the
+kernel's own entries."""
 
 from __future__ import annotations
 
@@ -14,14 +15,16 @@ from textual.widgets import DataTable, Static
 from workbench.tui.tabs.base import Pane, View
 from workbench.views import cache as rows
 from workbench.views.actions import Finished
+from workbench.views.cache_reach import own_functions, reach_lines
 
 
 class CachePane(Pane):
     def body(self) -> ComposeResult:
         with VerticalScroll(id="cache-body"):
+            yield Static(id="cache-findings")
+            yield Static(id="cache-reach")
             yield DataTable(id="cache-compiled", zebra_stripes=True)
             yield DataTable(id="cache-tuned", zebra_stripes=True)
-            yield Static(id="cache-findings")
 
     def on_mount(self) -> None:
         self.query_one("#cache-compiled", DataTable).add_columns(*rows.COMPILED_HEADERS)
@@ -36,18 +39,30 @@ class CachePane(Pane):
     def clear(self) -> None:
         for table in self.query(DataTable):
             table.clear()
-        self.query_one("#cache-findings", Static).update("")
+        for static in self.query(Static):
+            static.update("")
 
     def render_result(self, result: Any, finished: Finished) -> None:
         self.show_report(result)
 
     def show_report(self, report: dict) -> None:
-        """The dict `workbench cache --json` prints (`cache.report.build_report`)."""
+        """The dict `workbench cache --json` prints (`cache.report.build_report`): findings
+        first, the kernel's keys, then its own entries (every entry when its keys are unknown)."""
         s, now = report["scan"], time.time()
-        compiled = self.query_one("#cache-compiled", DataTable)
-        compiled.add_rows(rows.compiled_row(c, now) for c in s["compiled"])
-        tuned = self.query_one("#cache-tuned", DataTable)
-        tuned.add_rows(rows.tuned_row(t, now) for t in s["tuned"])
         self.query_one("#cache-findings", Static).update(
             Text(rows.finding_text(report["findings"]))
         )
+        own = own_functions(report)
+        compiled = [c for c in s["compiled"] if own is None or c["name"] in own]
+        tuned = [t for t in s["tuned"] if own is None or t["kernel"] in own]
+        lines = reach_lines(report)
+        if own is not None:
+            lines.append(
+                f"its own entries below: {len(compiled)} of {len(s['compiled'])} compiled, "
+                f"{len(tuned)} of {len(s['tuned'])} autotune (`workbench cache` lists them all)"
+            )
+        self.query_one("#cache-reach", Static).update(Text("\n".join(lines)))
+        self.query_one("#cache-compiled", DataTable).add_rows(
+            rows.compiled_row(c, now) for c in compiled
+        )
+        self.query_one("#cache-tuned", DataTable).add_rows(rows.tuned_row(t, now) for t in tuned)
