@@ -74,7 +74,7 @@ def test_compile_mode_reimport_reports_like_the_loader():
 
 def test_an_error_inside_the_workbench_is_not_blamed_on_the_kernel():
     entry = discover([str(ROOT / "kernels")]).find("vector_add")
-    job = jobs.Job("check", entry, {"shape_sets": ["nosuch"]}, timeout=120)
+    job = jobs.Job("check", entry, {"seed": "abc"}, timeout=120)  # int() fails in the job
     problem = jobs.run_job(job).problem
     assert problem is not None and problem.source == "tool"
     assert problem.file is None and "fix the code" not in problem.remedy
@@ -124,3 +124,10 @@ def test_a_missing_nvtx_package_is_an_environment_problem(tmp_path):
     problem = next(e["problem"] for e in events if e["event"] == "error")
     assert problem["kind"] == "missing-package" and problem["source"] == "environment"
     assert "nvtx" in problem["remedy"]
+
+
+def test_an_unknown_shape_set_in_the_job_is_a_usage_error():
+    entry = discover([str(ROOT / "kernels")]).find("vector_add")
+    job = jobs.Job("check", entry, {"shape_sets": ["nosuch"]}, timeout=120)
+    problem = jobs.run_job(job).problem
+    assert problem is not None and problem.source == "usage" and "regular" in problem.remedy
