@@ -16,6 +16,7 @@ from workbench.run import jobs
 from workbench.runtime.errors import WorkbenchError
 from workbench.sweep import analysis, space
 from workbench.tui.tabs.sweep import SweepPane
+from workbench.views.actions import Finished, sweep_lines
 
 THREE_NAME = str(FIXTURES / "sweep_three_name.py")
 MATMUL_SPACE = str(FIXTURES / "sweep_matmul_space.txt")
@@ -220,10 +221,12 @@ async def test_sweep_pane_shows_live_rows_and_a_finished_sweep(three_name):
             else r
             for r in result["rows"]
         ]
-        notes = pane.show({k: v for k, v in result.items() if k != "shapes"} | {"rows": rows})
-        assert notes[0].startswith("sweep sweep_three_name: 3 config(s) x 1 shape(s)") and notes[
-            1
-        ].startswith("best")
+        done = {k: v for k, v in result.items() if k != "shapes"} | {"rows": rows}
+        pane.clear()  # what Pane.show does before it renders a finished result
+        pane.render_result(done, Finished("sweep", "sweep_three_name", "ok"))
+        notes = sweep_lines(done)
+        assert notes[0].startswith("sweep sweep_three_name: 3 config(s) x 1 shape(s)")
+        assert notes[1].startswith("best")
         await pilot.pause()
         plot = pane.query_one("#sweep-plot", Static).render()
         assert "█" in str(plot) and "ms" in str(plot)
