@@ -56,6 +56,11 @@ class WorkbenchApp(App[None]):
     def on_mount(self) -> None:
         self.sub_title = f"{machine.mode()} mode"
 
+    def on_app_focus(self) -> None:
+        """Back in the terminal after editing a kernel: mark what it made stale at once."""
+        if isinstance(self.screen, MainScreen) and self.screen.ready:
+            self.screen.tick()
+
     def on_unmount(self) -> None:
         self.queue.close()  # no child process outlives the app
 
