@@ -179,6 +179,14 @@ def gather(
     return out
 
 
+def planned_steps(opts: Options, trying: bool = False) -> list[str]:
+    """The steps `gather` (and a trial) will report on this host, for progress."""
+    steps = ["check", "compile", "neighbours", "cache"]
+    if opts.gpu_facts == "auto" and machine.has_gpu():
+        steps += ["bench", "try"] if trying else ["bench", "ncu"]
+    return steps + (["import"] if opts.imports else [])
+
+
 def _bench_shape(entry: KernelEntry) -> list[int] | None:
     sets = entry.shapes or {}
     chosen = sets.get("bench") or next(iter(sets.values()), None)

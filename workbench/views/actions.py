@@ -338,6 +338,51 @@ def run_profile(
     )
 
 
+def run_diagnose(
+    entry: KernelEntry,
+    sel: Selection,
+    on_event: OnEvent,
+    cancel: threading.Event,
+    try_fix: str | None = None,
+) -> Finished:
+    """`workbench diagnose NAME [--try FIX]`: every fact this host gives, read against the
+    pitfall table; with `try_fix`, that finding's fix applied and timed beside the kernel."""
+    from workbench.loop.diagnose import run
+    from workbench.loop.gather import Options, planned_steps
+    from workbench.views.diagnosis import trial_text
+    from workbench.views.text import run_footer
+
+    started = time.time()
+    opts = Options(dtype=sel.dtype, shape=sel.first_shape(entry))
+    total = len(planned_steps(opts, try_fix is not None))
+    done_steps: list[str] = []
+
+    def on_step(name: str, said: str, seconds: float) -> None:
+        done_steps.append(name)
+        on_event({"event": "step", "step": name, "said": said, "seconds": round(seconds, 1)})
+        on_event({"event": "progress", "done": len(done_steps), "total": total, "case": name})
+
+    try:
+        out = run(entry, opts, try_fix, on_step, cancel)
+    except WorkbenchError as exc:
+        return refused("diagnose", entry, exc.problem, started)
+    trial = [trial_text(out.trial)] if out.trial else []
+    return Finished(
+        "diagnose",
+        entry.name,
+        "cancelled" if cancel.is_set() else "ok",
+        result=out.diagnosis,
+        problems=[("error", p) for p in out.problems],
+        lines=verdict_lines("diagnose", out.diagnosis)
+        + trial
+        + [run_footer(out.run_id, out.seconds, out.run_dir)],
+        run_id=out.run_id,
+        started=started,
+        seconds=out.seconds,
+        file=entry.file,
+    )
+
+
 def needs_gpu(action: str, remedy: str) -> Problem:
     from workbench.run import machine
 
@@ -373,6 +418,9 @@ ACTIONS: dict[str, Action] = {
         Action(
             "cache", "read Triton's caches", run_cache, "steps", tabs=("cache",), cancellable=False
         ),
+        Action(
+            "diagnose", "diagnose: every fact, ranked", run_diagnose, "steps", tabs=("diagnosis",)
+        ),
     )
 }
 """Every action the app can start, by name: the same names as the CLI's commands."""
@@ -397,6 +445,10 @@ def typed(kind: str, result: dict | None) -> Any:
         from workbench.bench.result import BenchResult
 
         return BenchResult.from_dict(result)
+    if kind == "diagnose":
+        from workbench.diagnosis.facts import Diagnosis
+
+        return Diagnosis.from_dict(result)
     return result
 
 
@@ -444,6 +496,10 @@ def verdict_lines(kind: str, result: Any) -> list[str]:
         ]
     if kind == "sweep":
         return sweep_lines(result)
+    if kind == "diagnose":
+        from workbench.views.diagnosis import roofline_text, summary_line
+
+        return [summary_line(result), roofline_text(result.roofline)]
     return []
 
 

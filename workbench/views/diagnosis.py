@@ -75,25 +75,36 @@ def roofline_text(roofline: dict | None) -> str:
     return "roofline: " + ", ".join(f"{k} {fmt(v)}" for k, v in roofline.items())
 
 
-def diagnosis_text(d: Diagnosis, name: str, paths: list[str]) -> str:
-    lines = [roofline_text(d.roofline), ""]
-    if not d.findings:
-        lines.append("no findings")
-    else:
-        lines.append(table(FINDING_HEADERS, finding_rows(d.findings)))
+def finding_detail(i: int, f: Finding, name: str, paths: list[str]) -> list[str]:
+    """One finding as the CLI prints it below the table (and the TUI beside it)."""
+    lines = [f"{i}. [{f.severity}] {f.id}: {f.title}"]
+    if ev := evidence_text(f.evidence):
+        lines.append(f"   evidence: {ev}")
+    if f.evidence.get("demoted"):
+        lines.append(f"   {f.severity}: {f.evidence['demoted']}")
+    if f.fix:
+        lines.append(f"   fix: {f.fix}")
+    if alts := alternatives_table(f):
+        lines.append("   " + alts.replace("\n", "\n   "))
+    if f.fix_id:
         extra = "".join(f" --path {p}" for p in paths)
-        for i, f in enumerate(d.findings, 1):
-            if f.severity == "info":
-                continue
-            lines += ["", f"{i}. [{f.severity}] {f.id}: {f.title}"]
-            if ev := evidence_text(f.evidence):
-                lines.append(f"   evidence: {ev}")
-            if f.fix:
-                lines.append(f"   fix: {f.fix}")
-            if alts := alternatives_table(f):
-                lines.append("   " + alts.replace("\n", "\n   "))
-            if f.fix_id:
-                lines.append(f"   try it: python -m workbench diagnose {name} --try {f.id}{extra}")
+        lines.append(f"   try it: python -m workbench diagnose {name} --try {f.id}{extra}")
+    return lines
+
+
+def summary_line(d: Diagnosis) -> str:
+    loud = [f for f in d.findings if f.severity != "info"]
+    if not loud:
+        return f"{d.kernel}: nothing above info ({len(d.findings)} finding(s) in all)"
+    first = loud[0]
+    return f"{d.kernel}: {len(loud)} finding(s) above info; first {first.id} ({first.severity}" + (
+        f", {gain_text(first.gain)} to gain)" if first.gain is not None else ")"
+    )
+
+
+def closing_lines(d: Diagnosis) -> list[str]:
+    """Routing, agreement with Nsight Compute, and what was not gathered."""
+    lines: list[str] = []
     if d.routing:
         lines += ["", f"routing: {d.routing}"]
     if d.agreement:
@@ -104,7 +115,19 @@ def diagnosis_text(d: Diagnosis, name: str, paths: list[str]) -> str:
         lines += ["", "beside Nsight Compute's rules:", table(("ours", "ncu", "", "why"), rows)]
     if d.missing:
         lines += ["", "not gathered: " + "; ".join(f"{k} ({v})" for k, v in d.missing.items())]
-    return "\n".join(lines)
+    return lines
+
+
+def diagnosis_text(d: Diagnosis, name: str, paths: list[str]) -> str:
+    lines = [roofline_text(d.roofline), ""]
+    if not d.findings:
+        lines.append("no findings")
+    else:
+        lines.append(table(FINDING_HEADERS, finding_rows(d.findings)))
+        for i, f in enumerate(d.findings, 1):
+            if f.severity != "info":
+                lines += ["", *finding_detail(i, f, name, paths)]
+    return "\n".join(lines + closing_lines(d))
 
 
 def trial_text(t: Trial) -> str:

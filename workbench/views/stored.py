@@ -9,7 +9,14 @@ from workbench.run.store import RunRecord, Store
 from workbench.views.actions import Finished, problem_of, result_problems, typed, verdict_lines
 from workbench.views.text import run_footer
 
-STORE_KINDS = {"check": "check", "ir": "ir", "resources": "ir", "bench": "bench", "sweep": "sweep"}
+STORE_KINDS = {
+    "check": "check",
+    "ir": "ir",
+    "resources": "ir",
+    "bench": "bench",
+    "sweep": "sweep",
+    "diagnosis": "diagnose",
+}
 """Tab -> the store kind its result comes from (resources and ir share the ir job's runs)."""
 
 

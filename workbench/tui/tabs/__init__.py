@@ -74,6 +74,24 @@ TABS: tuple[Tab, ...] = (
         (TabKey("n", "profile_row", (), "ncu config", "ncu on the highlighted config", gpu=True),),
     ),
     Tab("profile", "Profile", "profile", "ProfilePane", "p", "profile"),
+    Tab(
+        "diagnosis",
+        "Diagnosis",
+        "diagnosis",
+        "DiagnosisPane",
+        "g",
+        "diagnose",
+        (
+            TabKey(
+                "y",
+                "try_fix",
+                (),
+                "try fix",
+                "apply the highlighted finding's fix, check it and time it beside the kernel",
+                gpu=True,
+            ),
+        ),
+    ),
     Tab("cache", "Cache", "cache", "CachePane", "k", "cache"),
     Tab("history", "History", "history", "HistoryPane", "h"),
 )
