@@ -163,6 +163,7 @@ class JobQueue:
                     self._idle.set()
                     self._wake.wait()
                 if self._closed:
+                    self._idle.set()
                     return
                 task = self.queued[0]
                 task.state, task.started_at = RUNNING, time.time()

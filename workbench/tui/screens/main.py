@@ -305,7 +305,7 @@ class MainScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         gpu = self.app.gpu  # type: ignore[attr-defined]
         if not self.ready:  # the first frame: the list, and a footer that waits for the panel
-            return action in ("help", "quit")
+            return action == "help"  # and the app's quit
         if action == "run":
             if self.selected is None:
                 return None
