@@ -456,16 +456,20 @@ async def test_help_and_palette_come_from_the_keymap():
         greyed = sorted(k for (k, _), state in rows.items() if state.startswith("greyed"))
         assert greyed == sorted(k.display for k in keymap.keymap() if k.gpu)
         assert {"b", "p", "n"} <= set(greyed)  # bench, profile, ncu on a sweep row
-        await pilot.press("escape", "ctrl+p", *"cache")
-        await pilot.pause(0.5)
         from textual.command import CommandList
 
-        hits = app.screen.query_one(CommandList)
-        assert "Read Triton's caches" in str(hits.get_option_at_index(0).prompt)
-        await pilot.press("escape", "ctrl+p", *"pitfall_spill_fixed")
-        await pilot.pause(0.5)
+        def first_hit() -> str:
+            hits = app.screen.query(CommandList)
+            return (
+                str(hits[0].get_option_at_index(0).prompt) if hits and hits[0].option_count else ""
+            )
+
+        await pilot.press("escape", "ctrl+p", *"cache")
+        await until(pilot, lambda: "Read Triton's caches" in first_hit())
+        await pilot.press("escape", "ctrl+p", *"spill_fi")
+        await until(pilot, lambda: "Kernel pitfall_spill_fixed" in first_hit())
         await pilot.press("enter")
-        await pilot.pause()
+        await until(pilot, lambda: getattr(app.screen, "selected", None) is not None)
         assert app.screen.selected.name == "pitfall_spill_fixed"
 
 
