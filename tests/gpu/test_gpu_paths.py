@@ -68,24 +68,38 @@ def test_nsys_times_each_nvtx_range():
     assert all(r["gpu_busy_ns"] > 0 for r in summary["ranges"] if r["kernels"])
 
 
+async def _ready(app, pilot) -> None:  # type: ignore[no-untyped-def]
+    while not app.screen.ready:
+        await pilot.pause(0.05)
+
+
+async def _run(app, pilot, key: str) -> None:  # type: ignore[no-untyped-def]
+    """Press an action's key and wait until the app's job queue has finished it."""
+    import asyncio
+
+    await pilot.press(key)
+    assert await asyncio.to_thread(app.queue.wait_idle, 600)
+    await pilot.pause()
+
+
+def _head(app, tab: str) -> str:  # type: ignore[no-untyped-def]
+    return str(app.screen.pane(tab).query_one(".head").content)
+
+
 async def test_tui_checks_and_profiles_live():
-    from textual.widgets import DataTable, Static
+    from textual.widgets import DataTable
 
     from workbench.tui.app import WorkbenchApp
 
-    app = WorkbenchApp([str(ROOT / "kernels" / "pitfalls")])
-    async with app.run_test(size=(160, 50)) as pilot:
-        assert app.query_one("#kernels", DataTable).get_row_at(0)[0] == "pitfall_spill"
-        await pilot.press("c")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        assert "CORRECT" in str(app.query_one("#verdict", Static).render())
-        await pilot.press("p")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        verdict = str(app.query_one("#verdict", Static).render())
-        assert "launch(es)" in verdict and "finding(s)" in verdict, verdict
-        assert app.query_one("#profile-kernels", DataTable).row_count > 0
+    app = WorkbenchApp([str(ROOT / "kernels" / "pitfalls" / "pitfall_spill.py")])
+    async with app.run_test(size=(170, 45)) as pilot:
+        await _ready(app, pilot)
+        await _run(app, pilot, "c")
+        assert "CORRECT" in _head(app, "check")
+        await _run(app, pilot, "p")
+        shown = _head(app, "profile")
+        assert "launch(es)" in shown and "finding(s)" in shown, shown
+        assert app.screen.pane("profile").query_one("#profile-kernels", DataTable).row_count > 0
 
 
 def test_a_pinned_config_is_profiled_as_it_runs():
@@ -98,21 +112,17 @@ def test_a_pinned_config_is_profiled_as_it_runs():
 
 
 async def test_tui_sweeps_then_profiles_the_highlighted_config():
-    from textual.widgets import DataTable, Static
+    from textual.widgets import DataTable
 
     from workbench.tui.app import WorkbenchApp
-    from workbench.tui.tabs.sweep import SweepPane
 
     app = WorkbenchApp([str(FIXTURES / "sweep_three_name.py")])
-    async with app.run_test(size=(160, 50)) as pilot:
-        await pilot.press("t")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        best = app.query_one(SweepPane).highlighted()
+    async with app.run_test(size=(170, 45)) as pilot:
+        await _ready(app, pilot)
+        await _run(app, pilot, "t")
+        best = app.screen.pane("sweep").highlighted()
         assert best is not None and best["status"] == "ok", best
-        await pilot.press("n")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        verdict = str(app.query_one("#verdict", Static).render())
-        assert "launch(es)" in verdict, verdict
-        assert app.query_one("#profile-kernels", DataTable).row_count > 0
+        await _run(app, pilot, "n")
+        shown = _head(app, "profile")
+        assert "launch(es)" in shown, shown
+        assert app.screen.pane("profile").query_one("#profile-kernels", DataTable).row_count > 0
