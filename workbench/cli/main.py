@@ -6,28 +6,20 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 
-from workbench.cli import (
-    bench,
-    cache,
-    check,
-    diagnose,
-    history,
-    ir,
-    listing,
-    profile,
-    report,
-    resources,
-    sweep,
-)
 from workbench.cli.options import add_path_option
 from workbench.runtime.errors import WorkbenchError
 from workbench.views.text import print_json, print_problem
 
-# One module per command, each with add_parser(sub) and run(args).
-COMMANDS = (listing, check, history, bench, profile, ir, resources, cache, sweep, diagnose, report)
+COMMANDS = (
+    "listing", "check", "history", "bench", "profile", "ir", "resources", "cache", "sweep",
+    "diagnose", "report",
+)  # fmt: skip
+"""One module per command under workbench.cli, each with add_parser(sub) and run(args);
+imported when the parser is built, so opening the UI does not wait for them."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,12 +32,32 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     tui = sub.add_parser("tui", help="open the terminal UI (the default)")
     add_path_option(tui)
-    for command in COMMANDS:
-        command.add_parser(sub)
+    for name in COMMANDS:
+        importlib.import_module(f"workbench.cli.{name}").add_parser(sub)
     return parser
 
 
+def ui_paths(argv: list[str]) -> list[str] | None:
+    """The --path values when the command line asks for the UI alone (nothing, or `tui`, and
+    --path options): the UI then opens without building the parser. None: anything else."""
+    paths: list[str] = []
+    args = iter(argv)
+    for arg in args:
+        if arg == "--path" and (value := next(args, None)) is not None:
+            paths.append(value)
+        elif arg.startswith("--path="):
+            paths.append(arg.split("=", 1)[1])
+        elif arg != "tui":
+            return None
+    return paths
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if (paths := ui_paths(argv)) is not None:
+        from workbench.tui.app import run_app
+
+        return run_app(paths)
     parser = build_parser()
     args = parser.parse_args(argv)
     paths = [*args.leading_path, *getattr(args, "path", [])]
