@@ -68,3 +68,9 @@ def test_try_without_a_gpu_is_refused_before_any_work():
     proc = cli("diagnose", "pitfall_spill", "--try", "register-spill", timeout=60)
     assert proc.returncode == 2
     assert "needs a CUDA GPU" in proc.stderr and "GPU host" in proc.stderr
+
+
+def test_a_missing_report_to_import_is_refused_before_any_work():
+    proc = cli("diagnose", "pitfall_spill", "--import", "no-such.ncu-rep", timeout=60)
+    assert proc.returncode == 2
+    assert "no-such.ncu-rep: no such file" in proc.stderr and "(usage)" in proc.stderr

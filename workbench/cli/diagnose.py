@@ -6,6 +6,7 @@ Nsight Compute), read against the pitfall table and ranked by what there is to g
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from workbench.catalog.discovery import discover
@@ -13,6 +14,7 @@ from workbench.catalog.spec import DTYPES
 from workbench.cli.options import add_json_option, add_path_option
 from workbench.loop.diagnose import run as run_diagnose
 from workbench.loop.gather import Options
+from workbench.runtime.errors import fail
 from workbench.runtime.grammar import parse_shape
 from workbench.views.diagnosis import diagnosis_text, trial_text
 from workbench.views.text import print_json, print_problem, run_footer
@@ -46,6 +48,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     entry = discover(args.path).find(args.name)
+    for path in args.imports:  # before minutes of gathering
+        if not os.path.isfile(path):
+            raise fail(
+                "no-such-file",
+                f"--import {path}: no such file",
+                "name an .ncu-rep, ncu CSV, .nsys-rep or nsys .sqlite",
+                source="usage",
+            )
     opts = Options(
         dtype=args.dtype,
         shape=list(parse_shape(args.shape)) if args.shape else None,
