@@ -91,9 +91,7 @@ def gather(
     def job(kind: str, params: dict, timeout: float | None = None) -> dict | None:
         outcome = jobs.run_job(jobs.Job(kind, entry, params, timeout or opts.timeout), None, cancel)
         out.runs.append(outcome)
-        if outcome.result is None:
-            raise WorkbenchError(outcome.problem or _problem(kind, outcome.status, outcome.run_dir))
-        return outcome.result
+        return result_of(outcome)
 
     def check() -> str:
         facts.check = CheckReport.from_dict(job("check", {"dtypes": [dtype] if dtype else None}))
@@ -142,7 +140,13 @@ def gather(
         run = session.profile(entry, req, cancel=cancel)
         out.runs.append(run.outcome)
         if run.summary is None:
-            raise WorkbenchError(run.problem or _problem("ncu", "no report", run.outcome.run_dir))
+            raise WorkbenchError(run.problem or Problem(
+                "ncu-failed",
+                "ncu wrote no report",
+                f"see its log in {run.outcome.run_dir}; run `python -m workbench profile NAME "
+                "--tool ncu` alone to see it whole",
+                source="tool",
+            ))  # fmt: skip
         facts.ncu = run.summary
         return f"{len(run.summary.get('kernels', []))} launch(es) profiled"
 
@@ -224,10 +228,18 @@ def _nsys_launch_facts(summary: dict, known: LaunchFacts | None) -> LaunchFacts:
     return facts
 
 
-def _problem(kind: str, why: str, run_dir: str) -> Problem:
-    return Problem(
-        f"{kind}-failed",
-        f"the {kind} step gave no result: {why}",
-        f"see its log in {run_dir}; run `python -m workbench {kind} NAME` alone to see it whole",
-        source="tool",
+def result_of(outcome: jobs.Outcome) -> dict:
+    """A finished job's result; one that gave none raises its problem (or why it has none)."""
+    if outcome.result is not None:
+        return outcome.result
+    kind = outcome.job.kind
+    raise WorkbenchError(
+        outcome.problem
+        or Problem(
+            f"{kind}-failed",
+            f"the {kind} step gave no result ({outcome.status})",
+            f"see its log in {outcome.run_dir}; run `python -m workbench {kind} NAME` alone "
+            "to see it whole",
+            source="tool",
+        )
     )

@@ -13,8 +13,9 @@ from pathlib import Path
 
 from workbench.catalog.discovery import KernelEntry
 from workbench.diagnosis.finding import Finding
+from workbench.loop.gather import result_of
 from workbench.run import jobs
-from workbench.runtime.errors import Problem, WorkbenchError, fail
+from workbench.runtime.errors import fail
 
 FIX_KINDS = ("config", "cuda-graph")
 
@@ -177,13 +178,5 @@ def _config(
 
 def _run(job: jobs.Job, cancel: threading.Event | None) -> jobs.Outcome:
     outcome = jobs.run_job(job, None, cancel)
-    if outcome.result is None:
-        raise WorkbenchError(
-            outcome.problem
-            or Problem(
-                f"{job.kind}-failed",
-                f"the {job.kind} job gave no result ({outcome.status})",
-                f"see its log in {outcome.run_dir}",
-            )
-        )
+    result_of(outcome)  # raises when the job gave no result
     return outcome
