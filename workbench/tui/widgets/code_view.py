@@ -14,6 +14,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from workbench.tui.widgets import LINE_KEYS
+
 
 class CodeView(ScrollView, can_focus=True):
     COMPONENT_CLASSES = {
@@ -25,10 +27,7 @@ class CodeView(ScrollView, can_focus=True):
         "code-view--removed",
     }
     BINDINGS = [
-        Binding("up", "move(-1)", "up", show=False),
-        Binding("down", "move(1)", "down", show=False),
-        Binding("pageup", "page(-1)", "page up", show=False),
-        Binding("pagedown", "page(1)", "page down", show=False),
+        *LINE_KEYS,
         Binding("home", "jump(1)", "first line", show=False),
         Binding("end", "jump(-1)", "last line", show=False),
     ]

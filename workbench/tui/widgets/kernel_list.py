@@ -19,6 +19,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from workbench.catalog.discovery import KernelEntry
+from workbench.tui.widgets import LINE_KEYS
 from workbench.views.kernels import LIST_HEADERS, NO_STATUS, KernelStatus, row
 
 
@@ -30,10 +31,7 @@ class KernelList(ScrollView, can_focus=True):
         "kernel-list--flag",
     }
     BINDINGS = [
-        Binding("up", "move(-1)", "up", show=False),
-        Binding("down", "move(1)", "down", show=False),
-        Binding("pageup", "page(-1)", "page up", show=False),
-        Binding("pagedown", "page(1)", "page down", show=False),
+        *LINE_KEYS,
         Binding("home", "first", "first kernel", show=False),
         Binding("end", "last", "last kernel", show=False),
         Binding("enter", "choose", "choose", show=False),
