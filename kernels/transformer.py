@@ -157,6 +157,8 @@ TRANSFORMER = KernelSpec(
     flops=_flops,
     bytes_moved=_bytes,
     nvtx="transformer",
+    # a workload of many small launches: the peer a user would pick is the CUDA-graph mode
+    compile_mode="reduce-overhead",
     noncontig=False,  # the only tensor input is the ids; strided ids would test torch's gather
     kind="workload",
     description="toy decoder (post-LN, causal) on matmul, attention, fused add+LayerNorm",

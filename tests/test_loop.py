@@ -10,7 +10,7 @@ from conftest import FIXTURES
 
 from workbench.diagnosis.finding import Finding
 from workbench.loop.gather import _nsys_launch_facts
-from workbench.loop.trial import Side, Trial, pick
+from workbench.loop.trial import Side, Trial, pick, trial_peers
 from workbench.profilers.nsysreport import load
 from workbench.runtime.errors import WorkbenchError
 from workbench.sweep.space import key, neighbours
@@ -66,6 +66,20 @@ def test_a_trial_keeps_the_faster_correct_side_and_shows_both():
     assert wrong.kept is before and wrong.to_dict()["kept"]["label"] == "num_warps=4"
 
 
+def test_a_graph_trial_is_compared_with_eager_pytorch_and_torch_compile():
+    rec = {"torch_ms": 0.71, "compile_ms": 0.30, "compile_mode": "reduce-overhead"}
+    failed = {"torch_ms": 0.71, "speedup_vs_compile": "n/a: BackendCompilerFailed: boom"}
+    eager, graph = Side("launched eagerly", 3.55, True), Side("one CUDA graph", 0.145, True)
+    t = Trial("w", "launch-bound", "cuda-graph", [8], "float16", eager, graph)
+    t.peers = trial_peers(rec)
+    assert Trial.from_dict(t.to_dict()).peers == t.peers
+    text = trial_text(t)
+    assert "kept vs eager PyTorch (the reference): 4.90x" in text
+    assert 'kept vs torch.compile(mode="reduce-overhead"): 2.07x' in text
+    no_compile = trial_peers(failed)[1]
+    assert no_compile.ms is None and "BackendCompilerFailed" in no_compile.label
+
+
 H100 = FIXTURES / "diagnose_h100"
 
 
@@ -73,9 +87,25 @@ H100 = FIXTURES / "diagnose_h100"
 def test_trials_measured_on_the_h100_read_back_and_show_both_sides(name: str):
     stored = json.loads((H100 / f"{name}.json").read_text())["trial"]
     trial = Trial.from_dict(stored)
-    assert trial.to_dict() == stored
+    assert trial.to_dict() == {"peers": [], **stored}  # recorded before peers were timed
     assert trial.after is not None and trial.after.correct and trial.before.correct
     assert trial.speedup == pytest.approx(trial.before.ms / trial.after.ms)
     assert trial.kept is trial.after  # faster and correct: the fix is kept
     text = trial_text(trial)
     assert f"{trial.speedup:.2f}x" in text and "H100" in text.splitlines()[0]
+
+
+def test_bench_graph_rows_compare_the_replay_with_eager_pytorch_and_torch_compile():
+    from workbench.bench.result import BenchRecord
+    from workbench.views.bench import LAUNCH_HEADERS, launch_row
+
+    launch = {"launches": 360, "gpu_busy_ns": 140e3, "mean_gap_ns": 134e3,
+              "eager_ms": 3.55, "graph_ms": 0.145, "graph_correct": True}  # fmt: skip
+    rec = BenchRecord("transformer", [8, 128, 256, 8, 4], "float16", "H100", ms=3.55,
+                      torch_ms=0.71, compile_ms=0.29, launch=launch)  # fmt: skip
+    cells = dict(zip(LAUNCH_HEADERS, launch_row(rec)))
+    assert cells["graph vs torch"] == "4.90x" and cells["graph vs compile"] == "2.00x"
+    assert cells["launches"] == "360" and cells["mean gap"] == "134 us"
+    wrong = BenchRecord("t", [1], "float16", "H100", launch={**launch, "graph_correct": False})
+    cells = dict(zip(LAUNCH_HEADERS, launch_row(wrong)))
+    assert cells["graph correct"].startswith("NO") and cells["graph vs torch"] == "-"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from workbench.bench.result import Ceilings
 from workbench.run import store
+from workbench.runtime import gpu_lock
 
 COPY_BYTES = 1 << 30
 """1 GiB each way: 40x the L2 of an H100, so the copy runs at DRAM speed."""
@@ -51,15 +52,18 @@ def get(refresh: bool = False, emit: Emit | None = None) -> Ceilings:
 
     key = cache_key(torch.cuda.get_device_name(), torch.__version__)
     path = cache_path()
+    found = None if refresh else _cached(path, key)
+    if found:
+        return found
+    # Under the GPU's lock, and read again there: runs started together measure once.
+    with gpu_lock.timing_gpu("cuda"):
+        found = None if refresh else _cached(path, key)
+        if found:
+            return found
+        if emit:
+            emit({"event": "progress", "case": "measuring the device's copy and matmul ceilings"})
+        ceil = measure()
     cached = _read(path)
-    if not refresh and key in cached:
-        try:
-            return Ceilings(**cached[key])
-        except TypeError:
-            pass  # written by another version of this module: measure again
-    if emit:
-        emit({"event": "progress", "case": "measuring the device's copy and matmul ceilings"})
-    ceil = measure()
     cached[key] = ceil.to_dict()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -71,6 +75,13 @@ def get(refresh: bool = False, emit: Emit | None = None) -> Ceilings:
         if emit:
             emit({"event": "note", "text": f"ceilings not cached in {path}: {exc}"})
     return ceil
+
+
+def _cached(path: Path, key: str) -> Ceilings | None:
+    try:
+        return Ceilings(**_read(path)[key])
+    except (KeyError, TypeError):  # absent, or written by another version of this module
+        return None
 
 
 def _read(path: Path) -> dict:

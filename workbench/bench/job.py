@@ -24,7 +24,7 @@ from workbench.catalog.spec import KernelSpec, Shape
 from workbench.check import job as check
 from workbench.run import machine
 from workbench.run.faults import problem_from_exception
-from workbench.runtime import tensors
+from workbench.runtime import gpu_lock, tensors
 from workbench.runtime.errors import Problem, WorkbenchError, fail
 from workbench.runtime.grammar import shape_text
 
@@ -149,22 +149,23 @@ def _time(
         else None
     )
     esize = tdtype.itemsize if tdtype is not None else _element_size(sets[0])
-    ms, p20, p80 = time_rotating(spec.kernel_fn, sets)
-    timings = Timings(
-        ms=ms,
-        ms_p20=p20,
-        ms_p80=p80,
-        torch_ms=time_rotating(spec.reference_fn, sets)[0],
-        compiled=(
-            compiled_ms(spec.reference_fn, sets, spec.compile_mode)
-            if compile_ref
-            else "n/a: not asked for"
-        ),
-        bytes=spec.bytes_moved(shape, esize) if spec.bytes_moved else None,
-        flops=spec.flops(shape) if spec.flops else None,
-        input_sets=len(sets),
-    )
-    launch = launch_facts(spec, sets[0], dtype) if launches else None
+    with gpu_lock.timing_gpu(device):
+        ms, p20, p80 = time_rotating(spec.kernel_fn, sets)
+        timings = Timings(
+            ms=ms,
+            ms_p20=p20,
+            ms_p80=p80,
+            torch_ms=time_rotating(spec.reference_fn, sets)[0],
+            compiled=(
+                compiled_ms(spec.reference_fn, sets, spec.compile_mode)
+                if compile_ref
+                else "n/a: not asked for"
+            ),
+            bytes=spec.bytes_moved(shape, esize) if spec.bytes_moved else None,
+            flops=spec.flops(shape) if spec.flops else None,
+            input_sets=len(sets),
+        )
+        launch = launch_facts(spec, sets[0], dtype) if launches else None
     return Sample(checked, timings, note=note, launch=launch)
 
 

@@ -38,6 +38,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dtype", action="append", choices=DTYPES, help="repeatable; default: all")
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
     p.add_argument(
+        "--graph",
+        action="store_true",
+        help="also count the launches of one call and time it replayed from one CUDA graph "
+        "(checked): the fix for a launch-bound workload",
+    )
+    p.add_argument(
         "--refresh-ceilings", action="store_true", help="measure copy and matmul ceilings again"
     )
     p.add_argument(
@@ -95,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         "shapes": shapes or None,
         "dtypes": args.dtype,
         "compile": not args.no_compile,
+        "launches": args.graph,
         "refresh_ceilings": args.refresh_ceilings,
     }
     catalog = discover(args.path)
@@ -162,7 +169,13 @@ def _run_all(
 
 
 def summary_table(records: list[BenchRecord]) -> str:
-    return table(("kernel", *bench_view.HEADERS), [(r.name, *bench_view.row(r)) for r in records])
+    """The bench table, and with --graph how each case launches."""
+    text = table(("kernel", *bench_view.HEADERS), [(r.name, *bench_view.row(r)) for r in records])
+    launched = [r for r in records if r.launch]
+    if launched:
+        rows = [(r.name, *bench_view.launch_row(r)) for r in launched]
+        text += "\n\n" + table(("kernel", *bench_view.LAUNCH_HEADERS), rows)
+    return text
 
 
 def _write(doc: dict, out: str | Path, quiet: bool) -> tuple[Path, Path]:

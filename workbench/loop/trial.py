@@ -42,6 +42,8 @@ class Trial:
     candidates: list[dict] = field(default_factory=list)
     """Every candidate as measured: label, status, ms, why."""
     gpu: str | None = None
+    peers: list[Side] = field(default_factory=list)
+    """What a user would run instead, timed in the same run (eager PyTorch, torch.compile)."""
 
     @property
     def speedup(self) -> float | None:
@@ -64,6 +66,7 @@ class Trial:
         trial = cls(d["kernel"], d["finding"], d["fix_id"], d.get("shape"), d.get("dtype"),
                     Side(**d["before"]), after)  # fmt: skip
         trial.candidates, trial.gpu = d.get("candidates") or [], d.get("gpu")
+        trial.peers = [Side(**p) for p in d.get("peers") or []]
         return trial
 
 
@@ -113,7 +116,8 @@ def _graph(
     cancel: threading.Event | None,
 ) -> tuple[Trial, list[jobs.Outcome]]:
     params = {"shapes": [shape] if shape else None, "dtypes": [dtype] if dtype else None}
-    outcome = _run(jobs.Job("bench", entry, {**params, "launches": True, "compile": False}), cancel)
+    # torch.compile of the reference too: for a launch-bound workload, the peer a user would pick
+    outcome = _run(jobs.Job("bench", entry, {**params, "launches": True, "compile": True}), cancel)
     rec = outcome.result["records"][0]
     launch = rec.get("launch") or {}
     before = Side("launched eagerly", launch.get("eager_ms"), rec["status"] == "ok")
@@ -130,7 +134,21 @@ def _graph(
     }
     trial = Trial(entry.name, finding.id, "cuda-graph", rec["shape"], rec["dtype"], before, after)
     trial.candidates, trial.gpu = [candidate], rec.get("device")
+    trial.peers = trial_peers(rec)
     return trial, [outcome]
+
+
+def trial_peers(rec: dict) -> list[Side]:
+    """The reference eagerly and through torch.compile, from the bench record (outputs of the
+    reference are the check's truth, so both count as correct)."""
+    peers = [Side("eager PyTorch (the reference)", rec.get("torch_ms"), True)]
+    mode = rec.get("compile_mode") or "default"
+    compiled = rec.get("compile_ms")
+    why = rec.get("speedup_vs_compile")
+    label = f'torch.compile(mode="{mode}")'
+    if compiled is None and isinstance(why, str):
+        label += f" {why}"
+    return peers + [Side(label, compiled, True if compiled is not None else None)]
 
 
 def _config(

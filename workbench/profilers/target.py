@@ -17,6 +17,7 @@ from typing import Any
 from workbench.catalog.spec import KernelSpec
 from workbench.ir.config import label, split_options
 from workbench.profilers.names import DOMAIN, Config, range_name
+from workbench.runtime import gpu_lock
 from workbench.runtime.errors import fail
 
 
@@ -81,25 +82,27 @@ def _profile(spec: KernelSpec, params: dict, ctx: Any, nvtx: Any) -> dict:
         sync()
         prepared.append((name, config, args, time.perf_counter() - start))
     ranges = []
-    if cuda:
-        torch.cuda.profiler.start()  # nsys -c cudaProfilerApi records from here
-    for name, config, args, warm_s in prepared:
-        ctx.emit({"event": "phase", "phase": "range", "range": name, "repeats": repeats})
-        start = time.perf_counter()
-        with nvtx.annotate(name, domain=DOMAIN):
-            for _ in range(repeats):
-                spec.kernel_fn(*args)
-            sync()  # inside the range, so its CPU span covers the GPU work (nsys)
-        ranges.append(
-            {
-                "range": name,
-                **config.to_dict(),
-                "warmup_s": round(warm_s, 4),
-                "range_s": round(time.perf_counter() - start, 4),
-            }
-        )
-    if cuda:
-        torch.cuda.profiler.stop()
+    # The profiler replays and times the ranges' kernels: alone on the GPU (see gpu_lock).
+    with gpu_lock.timing_gpu(ctx.device, lambda path: _waiting(ctx, path)):
+        if cuda:
+            torch.cuda.profiler.start()  # nsys -c cudaProfilerApi records from here
+        for name, config, args, warm_s in prepared:
+            ctx.emit({"event": "phase", "phase": "range", "range": name, "repeats": repeats})
+            start = time.perf_counter()
+            with nvtx.annotate(name, domain=DOMAIN):
+                for _ in range(repeats):
+                    spec.kernel_fn(*args)
+                sync()  # inside the range, so its CPU span covers the GPU work (nsys)
+            ranges.append(
+                {
+                    "range": name,
+                    **config.to_dict(),
+                    "warmup_s": round(warm_s, 4),
+                    "range_s": round(time.perf_counter() - start, 4),
+                }
+            )
+        if cuda:
+            torch.cuda.profiler.stop()
     prepared.clear()
     ctx.emit({"event": "phase", "phase": "done", "ranges": len(ranges)})
     return {
@@ -112,6 +115,10 @@ def _profile(spec: KernelSpec, params: dict, ctx: Any, nvtx: Any) -> dict:
         "jit_kernels": [_jit_name(j) for j in spec.jit],
         "summary": {"ranges": len(ranges), "repeats": repeats},
     }
+
+
+def _waiting(ctx: Any, path: str) -> None:
+    ctx.emit({"event": "phase", "phase": "waiting", "why": f"another run holds the GPU ({path})"})
 
 
 def _jit_name(obj: Any) -> str:

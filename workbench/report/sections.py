@@ -29,6 +29,7 @@ from workbench.runtime.grammar import shape_text
 from workbench.sweep import analysis
 from workbench.sweep import plot as sweepplot
 from workbench.sweep.space import autotune_snippet
+from workbench.views import bench as benchview
 from workbench.views import diagnosis as diagview
 from workbench.views import rows as viewrows
 from workbench.views import sweep as sweepview
@@ -260,7 +261,7 @@ class _Builder:
         launched = [rec for _, rec in cases.values() if rec.launch]
         if launched:
             self.add(para("How one call launches, eagerly and replayed from one CUDA graph:"))
-            self.add(table(LAUNCH_HEADERS, [_launch_row(rec) for rec in launched]))
+            self.add(table(benchview.LAUNCH_HEADERS, [benchview.launch_row(r) for r in launched]))
         ok = [rec for _, rec in cases.values() if rec.status == "ok"]
         made = plots.roofline(
             ok,
@@ -444,12 +445,17 @@ class _Builder:
         rows = [_side_row("before", t["before"])]
         if t.get("after"):
             rows.append(_side_row("after", t["after"]))
+        rows += [_side_row("peer", p) for p in t.get("peers") or []]
         self.add(table(("", "run", "ms", "correct"), rows))
         kept = (t.get("kept") or t["before"]).get("label")
         if t.get("speedup") is not None:
             self.add(para(f"Speed-up {t['speedup']:.2f}x; kept: ", Code(str(kept)), "."))
         else:
             self.add(para("No correct candidate was faster; kept: ", Code(str(kept)), "."))
+        kept_ms = (t.get("kept") or t["before"]).get("ms")
+        for p in t.get("peers") or []:
+            if p.get("ms") and kept_ms and p.get("correct"):
+                self.add(para(f"Kept vs {p['label']}: {p['ms'] / kept_ms:.2f}x."))
 
     def history(self) -> None:
         runs, _ = self.k.runs(("bench",))  # a store problem was shown with the bench part
@@ -484,15 +490,6 @@ class _Builder:
 
 
 BENCH_HEADERS = (*benchreport.TABLE_HEADERS[1:], "run")
-LAUNCH_HEADERS = (
-    "case",
-    "launches",
-    "GPU busy",
-    "mean gap",
-    "eager ms",
-    "graph ms",
-    "graph correct",
-)
 FINDING_HEADERS = ("severity", "finding", "where", "title", "fix")
 ALTERNATIVE_HEADERS = ("instead", "regs", "spill B", "occupancy %", "ms")
 """A config fix's alternatives, as `views.diagnosis` shows them."""
@@ -519,21 +516,6 @@ def _speedup(value: float | str | None) -> str:
     if isinstance(value, str):
         return "n/a"
     return "-" if value is None else f"{value:.2f}x"
-
-
-def _launch_row(rec: BenchRecord) -> tuple[str, ...]:
-    d = rec.launch or {}
-    busy = d.get("gpu_busy_ns")
-    correct = d.get("graph_correct")
-    return (
-        f"{shape_text(rec.shape)} {rec.dtype}",
-        fmt(d.get("launches")),
-        f"{busy / 1e6:.4g} ms" if busy is not None else "-",
-        f"{d['mean_gap_ns'] / 1e3:.3g} us" if d.get("mean_gap_ns") is not None else "-",
-        fmt(d.get("eager_ms"), 4),
-        fmt(d.get("graph_ms"), 4),
-        "-" if correct is None else "yes" if correct else f"NO: {d.get('graph_problem', '')}",
-    )
 
 
 def _alternative_row(a: dict) -> tuple[str, ...]:

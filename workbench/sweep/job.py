@@ -23,7 +23,7 @@ from workbench.catalog.spec import KernelSpec, Shape
 from workbench.ir.capture import Launch, capture, compile_mode
 from workbench.ir.config import OPTION_NAMES, split_options
 from workbench.run.faults import problem_from_exception
-from workbench.runtime import compat
+from workbench.runtime import compat, gpu_lock
 from workbench.runtime.errors import Problem, WorkbenchError, fail
 from workbench.runtime.grammar import shape_text
 from workbench.sweep import analysis, space
@@ -209,7 +209,8 @@ class Sweep:
                     row.update(status="wrong", reason=f"wrong result: {case.reason}")
                     return
                 best = bench["best"]
-                row.update(adaptive_ms(call, best))
+                with gpu_lock.timing_gpu(self.ctx.device):
+                    row.update(adaptive_ms(call, best))
                 bench["best"] = row["ms"] if best is None else min(best, row["ms"])
         except Exception as exc:  # noqa: BLE001 - a failing config is a row; the next one runs
             problem = (

@@ -39,6 +39,42 @@ def row(r: BenchRecord) -> tuple[str, ...]:
     )
 
 
+LAUNCH_HEADERS = (
+    "case",
+    "launches",
+    "GPU busy",
+    "mean gap",
+    "eager ms",
+    "graph ms",
+    "graph correct",
+    "graph vs torch",
+    "graph vs compile",
+)
+
+
+def launch_row(r: BenchRecord) -> tuple[str, ...]:
+    """How one call launches (`bench --graph`): eagerly and replayed from one CUDA graph, the
+    replay against eager PyTorch and torch.compile of the reference."""
+    d = r.launch or {}
+    busy, correct = d.get("gpu_busy_ns"), d.get("graph_correct")
+    graph = d.get("graph_ms") if correct else None
+    return (
+        f"{shape_text(r.shape)} {r.dtype}",
+        num(d.get("launches")),
+        f"{num(busy / 1e6, 4)} ms" if busy is not None else "-",
+        f"{num(d['mean_gap_ns'] / 1e3)} us" if d.get("mean_gap_ns") is not None else "-",
+        num(d.get("eager_ms"), 4),
+        num(d.get("graph_ms"), 4),
+        "-" if correct is None else "yes" if correct else f"NO: {d.get('graph_problem', '')}",
+        _times(r.torch_ms, graph),
+        _times(r.compile_ms, graph),
+    )
+
+
+def _times(peer_ms: float | None, ms: float | None) -> str:
+    return f"{peer_ms / ms:.2f}x" if peer_ms and ms else "-"
+
+
 def bar(fraction: float, width: int) -> str:
     """`fraction` of `width` cells filled, to an eighth of a cell; clipped to 0..width."""
     eighths = round(max(0.0, min(fraction, 1.0)) * width * 8)

@@ -134,12 +134,19 @@ def trial_text(t: Trial) -> str:
     rows = [("before", t.before.label, fmt(t.before.ms, 4), _yes(t.before.correct))]
     if t.after:
         rows.append(("after", t.after.label, fmt(t.after.ms, 4), _yes(t.after.correct)))
+    rows += [("peer", p.label, fmt(p.ms, 4), _yes(p.correct)) for p in t.peers]
     head = f"tried {t.fix_id} for {t.finding} at {'x'.join(map(str, t.shape or []))} {t.dtype}"
     lines = [head + (f" on {t.gpu}" if t.gpu else ""), table(("", "run", "ms", "correct"), rows)]
     if t.speedup is not None:
         lines.append(f"speed-up {t.speedup:.2f}x; kept: {(t.kept or t.before).label}")
     else:
         lines.append(f"no correct candidate was faster; kept: {t.before.label}")
+    kept = t.kept or t.before
+    lines += [
+        f"kept vs {p.label}: {p.ms / kept.ms:.2f}x"
+        for p in t.peers
+        if p.ms and kept.ms and p.correct
+    ]
     failed = [c for c in t.candidates if c.get("status") not in ("ok", None)]
     for c in failed:
         lines.append(f"  {c['label']}: {c['status']} {c.get('why') or ''}".rstrip())
