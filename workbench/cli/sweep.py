@@ -21,7 +21,7 @@ from workbench.runtime.errors import fail
 from workbench.runtime.grammar import parse_shape
 from workbench.sweep import analysis, plot, spread
 from workbench.sweep.space import SPACES, autotune_snippet
-from workbench.views.sweep import HEADERS, rows_of
+from workbench.views.sweep import HEADERS, rows_of, shared_text
 from workbench.views.text import print_json, print_problem, table
 
 
@@ -127,7 +127,7 @@ def show(result: dict, paths: list[str]) -> None:
     )
     print(f"{head} ({result['mode']}, Triton {result['triton_version']}, {result['jobs']} jobs)")
     for shape, rows in analysis.by_shape(result["rows"]).items():
-        print(f"\n{shape}")
+        print(f"\n{shape}" + (f"  ({shared_text(rows)})" if shared_text(rows) else ""))
         print(table(HEADERS, rows_of(rows)))
         info = result["shapes"][shape]
         triton = info.get("triton")

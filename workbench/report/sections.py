@@ -293,6 +293,8 @@ class _Builder:
         for shape, rows in analysis.by_shape(result["rows"]).items():
             cells = [(n, Code(label), *rest) for n, label, *rest in sweepview.rows_of(rows)]
             self.add(Heading(3, shape), table(sweepview.HEADERS, cells))
+            if sweepview.shared_text(rows):
+                self.add(para(sweepview.shared_text(rows).capitalize() + "."))
             info = (result.get("shapes") or {}).get(shape) or {}
             if (info.get("triton") or {}).get("label"):
                 self.add(para("Triton's own autotuner picked ", Code(info["triton"]["label"]), "."))

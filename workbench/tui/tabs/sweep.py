@@ -15,7 +15,7 @@ from workbench.sweep import analysis, plot
 from workbench.sweep.space import autotune_snippet
 from workbench.tui.tabs.base import Pane, StartAction
 from workbench.views.actions import Finished
-from workbench.views.sweep import HEADERS, rows_of, table_order
+from workbench.views.sweep import HEADERS, rows_of, shared_text, table_order
 
 
 class SweepPane(Pane):
@@ -43,7 +43,7 @@ class SweepPane(Pane):
             row = dict(event["row"])
             row.setdefault("why", "")
             self.rows.append(row)
-            self.query_one(DataTable).add_row(*rows_of([row])[0])
+            self.query_one(DataTable).add_row(*rows_of([row], short=False)[0])
 
     def render_result(self, result: Any, finished: Finished) -> None:
         result = result if "shapes" in result else analysis.summarize(dict(result))
@@ -58,6 +58,8 @@ class SweepPane(Pane):
             if any(r["status"] == analysis.TIMED for r in rows):
                 plots += [shape, *plot.bars(rows, width=30)]
             info = result["shapes"][shape]
+            if shared_text(rows):
+                notes.append(f"{shape}: {shared_text(rows)}")
             if (info.get("triton") or {}).get("label"):
                 notes.append(f"{shape}: Triton's autotuner picks {info['triton']['label']}")
             if info.get("finding"):
