@@ -177,13 +177,14 @@ def check_summary(outcome: jobs.Outcome) -> dict:
     s = result.summary()
     counts = f"{s['passed']} passed, {s['failed']} failed, {s['errors']} errors"
     failed = [c for c in result.cases if c.status in ("failed", "error")]
-    first = failed[0] if failed else None
-    where = f"; first: {first.dtype} {shape_text(first.shape)} {first.layout}: {first.reason}"
+    if failed:
+        first = failed[0]
+        counts += f"; first: {first.dtype} {shape_text(first.shape)} {first.layout}: {first.reason}"
     return {
         "status": "correct" if result.correct else "not correct",
         "run_id": outcome.run_id,
         "summary": s,
-        "reason": "" if result.correct else counts + (where if first else ""),
+        "reason": "" if result.correct else counts,
     }
 
 

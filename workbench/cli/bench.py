@@ -173,6 +173,22 @@ def _run_all(
     return 0 if benchreport.is_clean(doc) else 1
 
 
+def summary_table(records: list[BenchRecord]) -> str:
+    return table(("kernel", *bench_view.HEADERS), [(r.name, *bench_view.row(r)) for r in records])
+
+
+def _write(doc: dict, out: str | Path, quiet: bool) -> tuple[Path, Path]:
+    paths = benchreport.write(doc, out)
+    if not quiet:
+        print(f"wrote {paths[0]} and {paths[1]}", file=sys.stderr)
+    return paths
+
+
+def _sayer(args: argparse.Namespace) -> campaign.Say:
+    """Progress lines on stderr, none with --json."""
+    return (lambda text: None) if args.json else (lambda text: print(text, file=sys.stderr))
+
+
 def _ctrl_c_cancels(cancel: threading.Event) -> Callable[[int, object], None]:
     """A SIGINT handler: the first Ctrl-C sets `cancel`, which kills the running job (its child
     runs in a process session of its own, which the terminal's Ctrl-C does not reach) and ends
@@ -192,19 +208,3 @@ def _resume_hint(doc: dict, total: int, out: Path) -> str:
         f"interrupted: {finished} of {total} kernel(s) finished, kept in {out}; "
         "to run the rest, run the same command with --resume"
     )
-
-
-def summary_table(records: list[BenchRecord]) -> str:
-    return table(("kernel", *bench_view.HEADERS), [(r.name, *bench_view.row(r)) for r in records])
-
-
-def _write(doc: dict, out: str | Path, quiet: bool) -> tuple[Path, Path]:
-    paths = benchreport.write(doc, out)
-    if not quiet:
-        print(f"wrote {paths[0]} and {paths[1]}", file=sys.stderr)
-    return paths
-
-
-def _sayer(args: argparse.Namespace) -> campaign.Say:
-    """Progress lines on stderr, none with --json."""
-    return (lambda text: None) if args.json else (lambda text: print(text, file=sys.stderr))
