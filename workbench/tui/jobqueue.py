@@ -124,8 +124,7 @@ class JobQueue:
         return task
 
     def cancel(self, task: Task) -> None:
-        """A queued task is dropped; a running one has its child process killed (what it had
-        finished stays in its result)."""
+        """A queued task is dropped; a running one has its child process killed."""
         with self._lock:
             task.cancel.set()
             if task.state == QUEUED:
