@@ -6,8 +6,13 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
+import signal
 import subprocess
 import sys
+import threading
+import time
+from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, ROOT
@@ -366,3 +371,106 @@ def test_run_bench_rebuilds_the_h100_records_from_their_timings(path):
             "errors": len(saved) - ok,
         }
         assert got["correct"] == (ok == len(saved)) and got["device"] == doc["device"]
+
+
+CAMPAIGN = '''"""Kernels for a cancelled `bench --all`: torch wrappers, one may hang."""
+
+import time
+
+import torch
+
+from workbench.catalog.spec import KernelSpec
+
+
+def hangs(x):
+    while True:
+        time.sleep(0.05)
+
+
+def _inputs(shape, dtype, device):
+    return (torch.randn(shape, dtype=dtype),)  # on the CPU whatever the device: no GPU here
+
+
+SPECS = [NAMES]
+'''
+SPEC = """
+    KernelSpec(
+        name="{name}",
+        kernel_fn={fn},
+        reference_fn=torch.clone,
+        make_inputs=_inputs,
+        shapes={{"check": [(64,)], "bench": [(64,)]}},
+        dtypes=("float32",),
+    ),"""
+
+
+def _campaign(tmp_path, names: list[str]):  # type: ignore[no-untyped-def]
+    module = tmp_path / "campaign_kernels.py"
+    specs = "".join(
+        SPEC.format(name=n, fn="hangs" if n.endswith("hangs") else "torch.clone") for n in names
+    )
+    module.write_text(CAMPAIGN.replace("NAMES", specs + "\n"))  # discovery reads literal names
+    return module
+
+
+def test_a_cancelled_campaign_keeps_the_finished_kernels_for_a_resume(tmp_path):
+    """The cancel comes once the second kernel is checked: its bench job is killed, the report
+    is marked interrupted, and a resume keeps the first kernel and runs the second again."""
+    module = _campaign(tmp_path, ["first_copy", "second_copy"])
+    entries = discover([str(module)]).kernels
+    out, cancel, said = tmp_path / "out", threading.Event(), []
+
+    def say(text: str) -> None:
+        said.append(text)
+        if sum(line.startswith("  check:") for line in said) == 2:
+            cancel.set()
+
+    doc = campaign.run_all(entries, [], {}, out, 120, say, cancel=cancel)
+    first, second = doc["kernels"]
+    assert first["check"]["status"] == "correct" and first["bench"]["status"] == "error"
+    assert first["bench"]["reason"].startswith("`bench` needs a CUDA GPU")  # it ran to its end
+    assert second["check"]["status"] == "correct" and second["bench"] is None
+    assert said[-1] == "  bench: cancelled" and doc["interrupted"]
+    assert json.loads((out / "bench.json").read_text()) == json.loads(json.dumps(doc))
+    assert "second_copy: interrupted before it finished" in (out / "README.md").read_text()
+    assert [k["name"] for k in campaign.resumed(out)["kernels"]] == ["first_copy"]
+
+
+def _alive_with(marker: str) -> bool:
+    for proc in Path("/proc").iterdir():
+        try:
+            if marker.encode() in (proc / "cmdline").read_bytes():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def test_ctrl_c_kills_the_running_job_and_says_how_to_resume(tmp_path):
+    """The first Ctrl-C of `bench --all` kills the hanging check's child (Ctrl-C never reaches
+    its process session), writes the report of what finished and ends with the way to resume.
+    WORKBENCH_DEVICE=cuda lets the command start here; the jobs then fail fast without CUDA."""
+    module = _campaign(tmp_path, ["first_copy", "then_hangs"])
+    out = tmp_path / "out"
+    env = {**os.environ, "WORKBENCH_DEVICE": "cuda", "WORKBENCH_REPORTS": str(tmp_path / "r")}
+    cmd = [sys.executable, "-m", "workbench", "bench", "--all", "--path", str(module)]
+    proc = subprocess.Popen(
+        [*cmd, "--out", str(out)], env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True
+    )
+    marker = "then_hangs"  # in the hanging check's command line only
+    try:
+        deadline = time.monotonic() + 120
+        while not _alive_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _alive_with(marker), "the hanging check never started"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert not _alive_with(marker)
+    assert "then_hangs\n  check: cancelled" in stderr
+    assert "1 of 2 kernel(s) finished" in stderr and "the same command with --resume" in stderr
+    doc = json.loads((out / "bench.json").read_text())
+    assert doc["interrupted"] and doc["kernels"][0]["bench"] is not None
+    assert doc["kernels"][1]["check"] is None
+    assert [k["name"] for k in campaign.resumed(out)["kernels"]] == ["first_copy"]

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
-from conftest import cli
+from conftest import FAULTY, FIXTURES, cli
+
+from workbench.cache.report import build_report
+from workbench.catalog.discovery import discover
 
 KERNEL = '''"""A tiny autotuned kernel for the cache doctor's end-to-end test."""
 
@@ -119,3 +124,60 @@ def test_text_report_and_bad_dir(tmp_path):
     fixture = Path(__file__).parent / "fixtures" / "cache_versions" / "triton_3.4" / "cache"
     out = cli("cache", "--dir", str(fixture))
     assert out.returncode == 0 and "scale_kernel" in out.stdout and "group-elsewhere" in out.stdout
+
+
+def test_a_cancel_while_the_keys_are_recomputed_keeps_the_scan(tmp_path, monkeypatch):
+    """The cache job of a kernel whose wrapper hangs (its launches are recorded by running it)
+    is killed by the cancel: the report keeps the scan and its findings, its problem the cancel."""
+    root = tmp_path / "cache"
+    shutil.copytree(FIXTURES / "cache_versions" / "triton_3.4" / "cache", root)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(root))
+    entry = discover([str(FAULTY)]).find("fault_hang")
+    cancel = threading.Event()
+
+    def on_event(event: dict) -> None:
+        if event.get("event") == "started":  # the child is about to run the wrapper
+            threading.Timer(1.0, cancel.set).start()
+
+    started = time.monotonic()
+    report = build_report(str(root), entry, cancel=cancel, on_event=on_event)
+    assert time.monotonic() - started < 60  # the job's own timeout is 600 s
+    assert report["problem"]["kind"] == "cancelled" and report["reach"] is None
+    assert report["scan"]["compiled"][0]["name"] == "scale_kernel"
+    assert {"group-elsewhere", "other-triton"} <= {f["id"] for f in report["findings"]}
+
+
+def test_keys_the_job_sent_before_a_cancel_stay_in_the_report(tmp_path, monkeypatch):
+    """The job sends the keys as soon as they are recomputed (before any re-timing): cancelled
+    right then, the report still holds them."""
+    kernel = tmp_path / "tiny_tuned.py"
+    kernel.write_text(KERNEL)
+    root = tmp_path / "triton-cache"
+    root.mkdir()
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(root))
+    cancel = threading.Event()
+
+    def on_event(event: dict) -> None:
+        if event.get("event") == "keys":
+            cancel.set()
+
+    entry = discover([str(kernel)]).find("tiny_tuned")
+    report = build_report(str(root), entry, cancel=cancel, on_event=on_event)
+    assert report["problem"]["kind"] == "cancelled"
+    [key] = report["reach"]["keys"]
+    assert key["kernel"] == "tiny_kernel" and key["key"] == [1000, "torch.float32", "torch.float32"]
+    assert report["reach"]["verify"] == [] and report["reach"]["summary"]["dead"] == 0
+
+
+def test_a_report_cancelled_before_its_job_runs_none(tmp_path, monkeypatch):
+    kernel = tmp_path / "tiny_tuned.py"
+    kernel.write_text(KERNEL)
+    monkeypatch.setenv("WORKBENCH_REPORTS", str(tmp_path / "reports"))
+    cancel = threading.Event()
+    cancel.set()
+    entry = discover([str(kernel)]).find("tiny_tuned")
+    report = build_report(
+        str(FIXTURES / "cache_versions" / "triton_3.4" / "cache"), entry, None, False, cancel
+    )
+    assert report["problem"]["kind"] == "cancelled" and report["reach"] is None
+    assert report["findings"] and not (tmp_path / "reports").exists()  # no job, no run folder

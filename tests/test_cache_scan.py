@@ -18,7 +18,12 @@ from workbench.cache import clear, findings, scan
 from workbench.runtime.errors import WorkbenchError
 
 MAKE = FIXTURES / "cache_versions" / "make.py"
-LATER = time.time() + 2 * clear.BUSY_S  # a clock past the busy window of entries made just now
+
+
+def later() -> float:
+    """A clock past the busy window of entries made just now (read when a test runs: the
+    module is imported minutes before its tests when the whole suite runs)."""
+    return time.time() + 2 * clear.BUSY_S
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +45,7 @@ def cache(made, tmp_path) -> Path:
 
 
 def ids(root: Path, installed: str = "3.9.0") -> set[str]:
-    return {f["id"] for f in findings.scan_findings(scan.scan(str(root)), installed, now=LATER)}
+    return {f["id"] for f in findings.scan_findings(scan.scan(str(root)), installed, now=later())}
 
 
 def compiled_dir(root: Path) -> Path:
@@ -83,7 +88,7 @@ def test_leftovers_fire_and_a_live_write_does_not(cache):
     (cache / "EMPTY").mkdir()
     (cache / "PARTIAL").mkdir()
     (cache / "PARTIAL" / "k.source").write_text("module {}")
-    f = {x["id"]: x for x in findings.scan_findings(scan.scan(str(cache)), "3.9.0", now=LATER)}
+    f = {x["id"]: x for x in findings.scan_findings(scan.scan(str(cache)), "3.9.0", now=later())}
     assert set(f) == {"leftover-tmp", "leftover-empty", "leftover-partial"}
     assert f["leftover-tmp"]["remove"] == ["AAAA/tmp.pid_999999999_abc"]  # not the live one
 
@@ -111,12 +116,12 @@ def test_clear_dry_run_then_exactly_the_stale(cache):
     (broken / "scale_kernel.cubin").unlink()
     (cache / "EMPTY").mkdir()
     before = sorted(str(p) for p in cache.rglob("*"))
-    f = findings.scan_findings(scan.scan(str(cache)), "3.9.0", now=LATER)
+    f = findings.scan_findings(scan.scan(str(cache)), "3.9.0", now=later())
     plan = clear.plan(f, stale_only=True, autotune_only=False)
     assert sorted(r.path for r in plan) == sorted(["EMPTY", broken.name])
     dry = clear.execute(str(cache), plan, dry_run=True)
     assert dry.removed == [] and sorted(str(p) for p in cache.rglob("*")) == before
-    done = clear.execute(str(cache), plan, dry_run=False, now=LATER)
+    done = clear.execute(str(cache), plan, dry_run=False, now=later())
     assert sorted(done.removed) == sorted(r.path for r in plan)
     assert not (cache / "EMPTY").exists() and not compiled_dir_exists(cache)
     assert len(list(cache.glob("*/*.autotune.json"))) == 1  # the healthy entry stays
@@ -130,7 +135,7 @@ def compiled_dir_exists(root: Path) -> bool:
 def test_clear_skips_what_was_just_written(cache):
     (cache / "EMPTY").mkdir()
     plan = clear.plan(
-        findings.scan_findings(scan.scan(str(cache)), "3.9.0", now=LATER), True, False
+        findings.scan_findings(scan.scan(str(cache)), "3.9.0", now=later()), True, False
     )
     done = clear.execute(str(cache), plan, dry_run=False)
     assert done.removed == [] and "written" in done.skipped[0]["why"] and (cache / "EMPTY").exists()
@@ -142,7 +147,7 @@ def test_clear_refuses_outside_the_cache(cache, tmp_path):
     (cache / "LINK").symlink_to(victim)
     for rel in ("../precious", "LINK", ".", str(victim)):
         with pytest.raises(WorkbenchError) as e:
-            clear.execute(str(cache), [clear.Removal(rel, 0, "x")], dry_run=False, now=LATER)
+            clear.execute(str(cache), [clear.Removal(rel, 0, "x")], dry_run=False, now=later())
         assert e.value.problem.kind == "outside-cache"
     assert victim.exists()
 

@@ -332,6 +332,35 @@ async def test_ir_sweep_and_cache_of_one_kernel_then_its_file_changes(tmp_path, 
         assert app.screen.query_one(KernelList).get_row_at(0)[5] == "edited"
 
 
+async def test_x_stops_a_cache_job_midway_and_the_scan_stays(tmp_path, monkeypatch):
+    """`x` kills a running cache job's child as it does any other job's (the keys of a kernel
+    whose wrapper hangs are never recomputed); the Cache tab shows the scan read before it,
+    marked cancelled."""
+    root = tmp_path / "triton-cache"
+    shutil.copytree(FIXTURES / "cache_versions" / "triton_3.4" / "cache", root)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(root))
+    app = WorkbenchApp([str(FAULTY / "faults.py")])
+    async with app.run_test(size=(170, 45), notifications=True) as pilot:
+        await until(pilot, lambda: app.screen.ready)
+        await select(app, pilot, "fault_hang")
+        await pilot.press("k")
+
+        def child_started() -> bool:
+            task = app.queue.running
+            return task is not None and any(e.get("event") == "started" for e in task.events)
+
+        await until(pilot, child_started, timeout=60)
+        await pilot.press("x")
+        await settle(app, pilot, timeout=30)
+        [task] = app.queue.tasks
+        assert task.state == "cancelled" and task.finished.status == "cancelled"
+        assert not [n for n in app._notifications if "cannot" in n.message]
+        await show(app, pilot, "cache")
+        assert "[cancelled]" in head(app, "cache") and "run it again" in head(app, "cache")
+        compiled = app.screen.pane("cache").query_one("#cache-compiled", DataTable)
+        assert column(compiled, 1) == ["scale_kernel"]
+
+
 async def test_n_profiles_the_highlighted_sweep_config_on_a_gpu_host(monkeypatch):
     """On a GPU host `n` on the Sweep tab runs ncu on the highlighted row (pinned, at its shape)
     through the profile session; here ncu is missing, and the refusal shows in the Profile tab."""

@@ -6,6 +6,7 @@ fails, crashes or hangs costs only its own rows; and one kernel's run merged int
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,9 +30,12 @@ def run_all(
     say: Say,
     resume: bool = False,
     redo: frozenset[str] = frozenset(),
+    cancel: threading.Event | None = None,
 ) -> dict:
     """Check and bench every entry into out's report and return it; `resume` keeps the kernels a
-    saved report finished (but those in `redo`). Ctrl-C marks the report interrupted."""
+    saved report finished (but those in `redo`). `cancel` kills the running job and stops there,
+    and Ctrl-C interrupts (re-raised): either marks the report interrupted, the finished kernels
+    kept for a resume."""
     unknown = redo - {e.name for e in entries}
     if unknown:
         raise fail(
@@ -47,19 +51,47 @@ def run_all(
             if entry.name in done:
                 say(f"[{n}/{len(entries)}] {entry.name}: done before, kept")
                 continue
+            if cancel is not None and cancel.is_set():
+                doc["interrupted"] = True
+                break
             say(f"[{n}/{len(entries)}] {entry.name}")
-            kernel = add_kernel(doc, entry)
-            checked = jobs.run_job(jobs.Job("check", entry, {}, timeout=timeout))
-            kernel["check"] = check_summary(checked)
-            say(f"  check: {kernel['check']['status']} {kernel['check']['reason']}")
-            report.write(doc, out)
-            bench(entry, params, timeout, doc, kernel, say)
-            report.write(doc, out)
+            if not _run_kernel(doc, entry, params, out, timeout, say, cancel):
+                doc["interrupted"] = True
+                break
     except KeyboardInterrupt:
         doc["interrupted"] = True
         report.write(doc, out)
         raise
+    if doc.get("interrupted"):
+        report.write(doc, out)
     return doc
+
+
+def _run_kernel(
+    doc: dict,
+    entry: KernelEntry,
+    params: dict,
+    out: Path,
+    timeout: float,
+    say: Say,
+    cancel: threading.Event | None,
+) -> bool:
+    """Check and bench one kernel into doc, writing the report after each job; False when a job
+    was cancelled (that kernel stays unfinished: a resume runs it again)."""
+    kernel = add_kernel(doc, entry)
+    checked = jobs.run_job(jobs.Job("check", entry, {}, timeout=timeout), cancel=cancel)
+    if checked.status == "cancelled":
+        say("  check: cancelled")
+        return False
+    kernel["check"] = check_summary(checked)
+    say(f"  check: {kernel['check']['status']} {kernel['check']['reason']}")
+    report.write(doc, out)
+    if bench(entry, params, timeout, doc, kernel, say, cancel).status == "cancelled":
+        say("  bench: cancelled")
+        kernel["bench"] = None
+        return False
+    report.write(doc, out)
+    return True
 
 
 def resumed(out: Path, redo: frozenset[str] = frozenset()) -> dict:
@@ -104,7 +136,13 @@ def add_kernel(doc: dict, entry: KernelEntry) -> dict:
 
 
 def bench(
-    entry: KernelEntry, params: dict, timeout: float, doc: dict, kernel: dict, say: Say
+    entry: KernelEntry,
+    params: dict,
+    timeout: float,
+    doc: dict,
+    kernel: dict,
+    say: Say,
+    cancel: threading.Event | None = None,
 ) -> jobs.Outcome:
     """Run one bench job; its records join doc as they arrive (a timeout keeps those so far)."""
 
@@ -121,7 +159,7 @@ def bench(
             step = f"[{event['done'] + 1}/{event['total']}] " if "done" in event else ""
             say(f"  {step}{event['case']}")
 
-    outcome = jobs.run_job(jobs.Job("bench", entry, params, timeout=timeout), on_event)
+    outcome = jobs.run_job(jobs.Job("bench", entry, params, timeout=timeout), on_event, cancel)
     kernel["bench"] = {
         "status": outcome.status,
         "run_id": outcome.run_id,
@@ -139,13 +177,14 @@ def check_summary(outcome: jobs.Outcome) -> dict:
     s = result.summary()
     counts = f"{s['passed']} passed, {s['failed']} failed, {s['errors']} errors"
     failed = [c for c in result.cases if c.status in ("failed", "error")]
-    first = failed[0] if failed else None
-    where = f"; first: {first.dtype} {shape_text(first.shape)} {first.layout}: {first.reason}"
+    if failed:
+        first = failed[0]
+        counts += f"; first: {first.dtype} {shape_text(first.shape)} {first.layout}: {first.reason}"
     return {
         "status": "correct" if result.correct else "not correct",
         "run_id": outcome.run_id,
         "summary": s,
-        "reason": "" if result.correct else counts + (where if first else ""),
+        "reason": "" if result.correct else counts,
     }
 
 

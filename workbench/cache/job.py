@@ -1,7 +1,9 @@
 """The cache job (child process): recompute the keys the installed Triton would use for a
 kernel's check and bench inputs, and on a GPU re-time the configs of its autotune entries.
 
-params: {"tuned": [{"path", "dir", "kernel", "key", "timings"}], "arch", "verify"}.
+params: {"tuned": [{"path", "dir", "kernel", "key", "timings"}], "arch", "verify"}. Events: "keys"
+(the result without its re-timings), then one "verified" per re-timed key, so that the parent
+keeps them when it cancels the job midway or it times out.
 """
 
 from __future__ import annotations
@@ -58,12 +60,14 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
         "input_errors": [i["error"] for i in inputs if i.get("error")],
         "verify": [],
     }
-    if params.get("verify") and gpu:
-        result["verify"] = [
-            _verify(spec, tuners[fid], key, group, autotune) for (fid, key), group in groups.items()
-        ]
     dead = sum(not a["reachable"] for a in autotune)
     result["summary"] = {"compile_dirs": len(compile_dirs), "autotune": len(autotune), "dead": dead}
+    ctx.emit({"event": "keys", "reach": result})  # sent as they come: a cancel keeps them
+    if params.get("verify") and gpu:
+        for (fid, key), group in groups.items():
+            verified = _verify(spec, tuners[fid], key, group, autotune)
+            ctx.emit({"event": "verified", "verify": verified})
+            result["verify"].append(verified)
     return result
 
 

@@ -6,11 +6,15 @@ tunings) runs in a child job, so this process never imports triton.
 
 from __future__ import annotations
 
+import threading
 from importlib import metadata
 
 from workbench.cache import findings, scan, static
 from workbench.catalog.discovery import KernelEntry
 from workbench.run import jobs, machine
+from workbench.runtime.errors import Problem
+
+CANCELLED = Problem("cancelled", "cancelled before the keys were recomputed", "run it again")
 
 
 def installed_triton() -> str | None:
@@ -22,10 +26,18 @@ def installed_triton() -> str | None:
 
 
 def build_report(
-    root: str | None, entry: KernelEntry | None, arch: int | None = None, verify: bool = False
+    root: str | None,
+    entry: KernelEntry | None,
+    arch: int | None = None,
+    verify: bool = False,
+    cancel: threading.Event | None = None,
+    on_event: jobs.OnEvent | None = None,
 ) -> dict:
     """The cache under root scanned, with its findings; with a kernel, the keys its inputs
-    would be served (recomputed in a child job) and, with verify on a GPU, re-timed tunings."""
+    would be served (recomputed in a child job) and, with verify on a GPU, re-timed tunings.
+
+    `cancel` kills the child job; what was done by then stays in the report, whose problem is
+    then the cancel: the scan and its findings, and the keys and tunings the job had sent."""
     found = scan.scan(root or scan.default_root())
     version = installed_triton()
     report: dict = {
@@ -40,6 +52,9 @@ def build_report(
         return report
     source = open(entry.file).read()
     report["findings"] += static.findings(source, entry.file, version)
+    if cancel is not None and cancel.is_set():
+        report["problem"] = CANCELLED.to_dict()
+        return report
     tuned = [
         {**t.__dict__, "path": findings.tuned_path(t.dir, t.kernel)} for t in found.tuned if t.key
     ]
@@ -49,11 +64,23 @@ def build_report(
             "cause": "verify re-times configs: it needs a GPU",
             "remedy": "run `cache verify` on the GPU host",
         }
-    outcome = jobs.run_job(jobs.Job("cache", entry, params, timeout=1800 if verify else 600))
+    sent: dict = {}
+
+    def keep(event: dict) -> None:
+        if event.get("event") == "keys":
+            sent.update(event["reach"])
+        elif event.get("event") == "verified":
+            sent["verify"].append(event["verify"])
+        if on_event:
+            on_event(event)
+
+    job = jobs.Job("cache", entry, params, timeout=1800 if verify else 600)
+    outcome = jobs.run_job(job, keep, cancel)
     if outcome.problem:
         report["problem"] = outcome.problem.to_dict()
+    reach = outcome.result or sent
+    if not reach:
         return report
-    reach = outcome.result or {}
     report["reach"] = reach
     report["findings"] += findings.reach_findings(found, reach)
     report["findings"] += findings.measured_findings(reach.get("verify", []))

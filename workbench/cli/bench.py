@@ -7,7 +7,10 @@ rewritten after each) is `bench.campaign`.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from workbench.bench import campaign
@@ -140,6 +143,8 @@ def _run_all(
     entries: list[KernelEntry], problems: list, params: dict, args: argparse.Namespace
 ) -> int:
     out = Path(args.out) if args.out else store.reports_dir() / "bench"
+    cancel = threading.Event()
+    previous = signal.signal(signal.SIGINT, _ctrl_c_cancels(cancel))
     try:
         doc = campaign.run_all(
             entries,
@@ -150,11 +155,14 @@ def _run_all(
             _sayer(args),
             resume=args.resume,
             redo=frozenset(args.redo or ()),
+            cancel=cancel,
         )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a second Ctrl-C
         if not args.json:
             print(f"interrupted; the report so far is in {out}", file=sys.stderr)
         raise
+    finally:
+        signal.signal(signal.SIGINT, previous)
     json_path, md_path = _write(doc, out, quiet=True)
     if args.json:
         print_json(doc)
@@ -163,6 +171,10 @@ def _run_all(
         for problem in problems:
             print_problem(problem, prefix="cannot load")
         print(f"\nwrote {json_path} and {md_path}", file=sys.stderr)
+    if doc.get("interrupted"):
+        if not args.json:
+            print(_resume_hint(doc, len(entries), out), file=sys.stderr)
+        return 130
     if not doc["records"]:
         return 2
     return 0 if benchreport.is_clean(doc) else 1
@@ -188,3 +200,24 @@ def _write(doc: dict, out: str | Path, quiet: bool) -> tuple[Path, Path]:
 def _sayer(args: argparse.Namespace) -> campaign.Say:
     """Progress lines on stderr, none with --json."""
     return (lambda text: None) if args.json else (lambda text: print(text, file=sys.stderr))
+
+
+def _ctrl_c_cancels(cancel: threading.Event) -> Callable[[int, object], None]:
+    """A SIGINT handler: the first Ctrl-C sets `cancel`, which kills the running job (its child
+    runs in a process session of its own, which the terminal's Ctrl-C does not reach) and ends
+    the campaign there; a second one interrupts at once. It prints nothing: a print inside a
+    handler can land in the middle of another on the same stream."""
+
+    def stop(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        cancel.set()
+
+    return stop
+
+
+def _resume_hint(doc: dict, total: int, out: Path) -> str:
+    finished = sum(bool(k.get("check") and k.get("bench")) for k in doc["kernels"])
+    return (
+        f"interrupted: {finished} of {total} kernel(s) finished, kept in {out}; "
+        "to run the rest, run the same command with --resume"
+    )

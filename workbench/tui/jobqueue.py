@@ -73,14 +73,6 @@ class Task:
             self.step = str(event.get("line", ""))[:60]
 
 
-def cannot_cancel(task: Task) -> str:
-    """Why `x` leaves a running job alone."""
-    return (
-        f"{task.action} {task.kernel.name} cannot be stopped midway: it runs to its end (a few "
-        "seconds); queued jobs can be dropped from the job list (j)"
-    )
-
-
 PHASES = ("warmup", "range", "done")
 """The profiled child's phases, as steps."""
 
@@ -131,17 +123,13 @@ class JobQueue:
         self.listener(task, None)
         return task
 
-    def cancel(self, task: Task) -> bool:
-        """A queued task is dropped; a running one has its child process killed, if its action
-        can be stopped midway. False when it cannot (it runs out)."""
+    def cancel(self, task: Task) -> None:
+        """A queued task is dropped; a running one has its child process killed."""
         with self._lock:
-            if task.state == RUNNING and not ACTIONS[task.action].cancellable:
-                return False
             task.cancel.set()
             if task.state == QUEUED:
                 task.state, task.ended_at = CANCELLED, time.time()
         self.listener(task, None)
-        return True
 
     def close(self) -> None:
         """Cancel everything (the app is quitting): no child process outlives it."""

@@ -274,14 +274,15 @@ def run_cache(
 
     started = time.time()
     try:
-        report = build_report(None, entry, parse_arch(sel.arch) if sel.arch else None)
+        arch = parse_arch(sel.arch) if sel.arch else None
+        report = build_report(None, entry, arch, cancel=cancel, on_event=on_event)
     except WorkbenchError as exc:  # no cache folder yet, or it cannot be read
         return refused("cache", entry, exc.problem, started)
     problem = report.get("problem")
     return Finished(
         "cache",
         entry.name,
-        "error" if problem else "ok",
+        "ok" if not problem else "cancelled" if problem.get("kind") == "cancelled" else "error",
         result=report,
         problems=[("problem", problem_of(problem))] if problem else [],
         lines=[summary_line(report)],
@@ -402,8 +403,6 @@ class Action:
     gpu_only: bool = False
     tabs: tuple[str, ...] = ()
     """The tabs its result fills; the first is the one shown when it starts."""
-    cancellable: bool = True
-    """Its child can be killed midway (`build_report` takes no cancel: a cache job runs out)."""
 
 
 ACTIONS: dict[str, Action] = {
@@ -415,9 +414,7 @@ ACTIONS: dict[str, Action] = {
         Action("ir", "IR at every stage", run_ir, "configs", tabs=("ir", "resources")),
         Action("sweep", "sweep the autotune configs", run_sweep, "configs", tabs=("sweep",)),
         Action("profile", "profile under ncu (GPU)", run_profile, "steps", True, ("profile",)),
-        Action(
-            "cache", "read Triton's caches", run_cache, "steps", tabs=("cache",), cancellable=False
-        ),
+        Action("cache", "read Triton's caches", run_cache, "steps", tabs=("cache",)),
         Action(
             "diagnose", "diagnose: every fact, ranked", run_diagnose, "steps", tabs=("diagnosis",)
         ),

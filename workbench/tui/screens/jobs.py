@@ -9,7 +9,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
 
-from workbench.tui.jobqueue import QUEUED, RUNNING, JobQueue, Task, cannot_cancel
+from workbench.tui.jobqueue import QUEUED, RUNNING, JobQueue, Task
 
 HEADERS = ("#", "job", "kernel", "state", "progress")
 
@@ -61,8 +61,7 @@ class JobsScreen(ModalScreen[Task | None]):
     def action_cancel_job(self) -> None:
         task = self.highlighted()
         if task is not None and task.state in (QUEUED, RUNNING):
-            if not self.queue.cancel(task):
-                self.notify(cannot_cancel(task), severity="warning")
+            self.queue.cancel(task)
             self.fill()
 
     def on_data_table_row_selected(self) -> None:

@@ -19,7 +19,7 @@ from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPan
 from workbench.catalog.discovery import KernelEntry
 from workbench.tui import keymap
 from workbench.tui.catalog import find_kernels
-from workbench.tui.jobqueue import DONE, QUEUED, RUNNING, Task, cannot_cancel
+from workbench.tui.jobqueue import DONE, QUEUED, RUNNING, Task
 from workbench.tui.tabs import TABS, Tab, pane_class, tab
 from workbench.tui.widgets.job_bar import JobBar
 from workbench.tui.widgets.kernel_list import KernelList
@@ -361,8 +361,8 @@ class MainScreen(Screen[None]):
 
     def action_cancel(self) -> None:
         running = self.app.queue.running  # type: ignore[attr-defined]
-        if running is not None and not self.app.queue.cancel(running):  # type: ignore[attr-defined]
-            self.notify(cannot_cancel(running), severity="warning")
+        if running is not None:
+            self.app.queue.cancel(running)  # type: ignore[attr-defined]
 
     def action_filter(self) -> None:
         self.query_one("#filter", Input).focus()
