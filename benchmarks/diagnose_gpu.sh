@@ -37,13 +37,14 @@ if [ $# -gt 0 ]; then
   names="$*"
 else
   names=$(python3 -m workbench list --json | python3 -c \
-    'import json, sys; print(" ".join(k["name"] for k in json.load(sys.stdin)))')
+    'import json, sys; print(" ".join(k["name"] for k in json.load(sys.stdin)["kernels"]))')
 fi
-case " $names " in *" pitfall_spill "*) run spill_cold 150 pitfall_spill ;; esac
+reserve=10  # for what follows the parallel part
+case " $names " in *" pitfall_spill "*) run spill_cold 150 pitfall_spill && reserve=150 ;; esac
 start=$SECONDS
 for name in $names; do
   [ "$name" = pitfall_spill ] || echo "$name"
-done | timeout "$(($(left) - 150))" xargs -P "$JOBS" -I{} bash -c 'run {} 240 {}'
+done | timeout "$(($(left) - reserve))" xargs -P "$JOBS" -I{} bash -c 'run {} 240 {}'
 echo "parallel part: $((SECONDS - start)) s for $JOBS at a time" >>"$DEST/steps.txt"
 case " $names " in *" pitfall_spill "*) run spill_warm 120 pitfall_spill ;; esac
 if [ $# -eq 0 ]; then

@@ -24,15 +24,15 @@ step() {  # step NAME SECONDS COMMAND...: run (cut at the deadline), log, time, 
   echo "$name rc=$? $((SECONDS - start)) s" >>"$DEST/steps.txt"
   tar czf "$TGZ" -C "$(dirname "$DEST")" "$(basename "$DEST")"
 }
-wb() { python3 -m workbench "$@"; }
-step transformer_graph 240 wb bench transformer --graph
-step softmax_online 90 wb bench softmax_online --no-compile
-step transformer_try 150 wb diagnose transformer --dtype float16 --try launch-bound
-step sweep_matmul 120 wb sweep matmul --dtype float16
-step sweep_softmax_online 100 wb sweep softmax_online --dtype float16
+wb=(python3 -m workbench)
+step transformer_graph 240 "${wb[@]}" bench transformer --graph
+step softmax_online 90 "${wb[@]}" bench softmax_online --no-compile
+step transformer_try 150 "${wb[@]}" diagnose transformer --dtype float16 --try launch-bound
+step sweep_matmul 120 "${wb[@]}" sweep matmul --dtype float16
+step sweep_softmax_online 100 "${wb[@]}" sweep softmax_online --dtype float16
 for name in attention layer_norm gelu softmax; do
-  step "sweep_$name" 60 wb sweep "$name"
+  step "sweep_$name" 60 "${wb[@]}" sweep "$name"
 done
 END=$((END + 45))
-step report 60 wb report --all --out "$DEST/h100"
+step report 60 "${wb[@]}" report --all --out "$DEST/h100"
 cat "$DEST/steps.txt"

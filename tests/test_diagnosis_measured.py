@@ -57,14 +57,13 @@ def test_one_stall_reason_dominating(launch):
     shares = stall_shares(launch["vector_add"])
     assert max(shares, key=shares.get) == "long_scoreboard" and shares["long_scoreboard"] > 0.7
     found = stall_finding(launch["vector_add"])
-    assert found.severity == "low" and found.line == 18  # the line the samples land on
+    # where warps wait, with warps enough to hide it: the why behind another finding
+    assert found.severity == "info" and found.line == 18  # the line the samples land on
     assert "global or local memory" in found.fix
     # the spill kernel's stalls spread over long_scoreboard, lg_throttle, wait, barrier
     assert stall_finding(launch["spill"]) is None
-    # at DRAM peak, waiting on memory is the kernel doing its job: info, with the reason
     d = diagnose(Facts("vector_add", ncu={"tool": "ncu", "kernels": [launch["vector_add"]]}))
-    stall = next(f for f in d.findings if f.id == "stall-dominant")
-    assert stall.severity == "info" and "copy bandwidth" in stall.evidence["demoted"]
+    assert all(f.severity == "info" for f in d.findings)
 
 
 def test_uncoalesced_access_names_its_line(launch):

@@ -49,9 +49,8 @@ def test_vector_add_at_copy_bandwidth_gets_nothing_above_info(ncu):
     assert _ids(d, above_info=True) == []
     # NVIDIA rates more warps at 15 %; at the bus's peak they cannot move bytes faster
     rule = next(f for f in d.findings if f.id == "ncu-rule")
+    # (NVIDIA's rules alone are info in any case; one of ours must see the problem too)
     assert rule.evidence["rule"] == "AchievedOccupancy" and rule.severity == "info"
-    assert rule.evidence["severity_before"] == "medium"
-    assert "at 1.01x of copy bandwidth: little left" in rule.evidence["demoted"]
     assert rule.gain == 0.0  # capped by the headroom: nothing left
     assert d.routing.startswith("do not bother: torch already runs at 1.01x of copy bandwidth")
     assert "1.00x torch, 0.99x torch.compile" in d.routing
@@ -62,7 +61,7 @@ def test_softmax_near_peak_is_info_and_kept(ncu):
     assert d.roofline["ratio"] == pytest.approx(0.979, abs=1e-3)
     assert _ids(d, above_info=True) == []
     stall = next(f for f in d.findings if f.id == "stall-dominant")
-    assert stall.evidence["reason"] == "long_scoreboard" and "demoted" in stall.evidence
+    assert stall.evidence["reason"] == "long_scoreboard" and stall.severity == "info"
     assert d.routing.startswith("keep the Triton kernel: 2.29x torch, 1.71x torch.compile")
 
 

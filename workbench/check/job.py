@@ -22,7 +22,7 @@ from workbench.catalog.spec import KernelSpec, Shape
 from workbench.check.compare import compare
 from workbench.check.result import CaseResult, CheckReport
 from workbench.run.faults import problem_from_exception
-from workbench.runtime import tensors
+from workbench.runtime import gpu_lock, tensors
 from workbench.runtime.errors import WorkbenchError, fail
 
 Emit = Callable[[dict], None]
@@ -101,7 +101,8 @@ def _run_case(
 ) -> None:
     start = time.perf_counter()
     try:
-        _compare_case(spec, case, shape, dtype, layout, device)
+        with gpu_lock.timing_gpu(device):  # a check's kernels would skew another run's timing
+            _compare_case(spec, case, shape, dtype, layout, device)
     except WorkbenchError as exc:
         case.status, case.problem = "error", exc.problem.to_dict()
         case.reason = exc.problem.cause

@@ -102,8 +102,9 @@ def diagnose(facts: Facts) -> Diagnosis:
     ranked by severity then gain; the routing advice and the agreement with Nsight Compute."""
     found = [f for detect in detectors() for f in detect(facts)]
     placed = roofline.place(facts)
-    joined = rank.join(found, measured.RULE_PEERS)
+    joined = rank.apply_check(rank.join(found, measured.RULE_PEERS), facts.check)
     weighed = rank.apply_launch(rank.apply_roofline(joined, placed), facts.launch)
+    weighed = rank.apply_short_kernels(weighed, facts.launch)
     weighed = rank.cap_by_gain(weighed)
     ranked = rank.rank(rank.explain(weighed))
     return Diagnosis(

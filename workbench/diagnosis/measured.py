@@ -155,15 +155,18 @@ def spill_finding(k: dict) -> Finding | None:
 
 
 def bank_conflict_finding(k: dict) -> Finding | None:
-    ratios = {
-        op: r
-        for op, r in bank_conflict_ratios(k).items()
-        if _num(k.get(f"smem_bank_conflicts_{op}")) > 0 and (r is None or r >= BANK_CONFLICT_RATIO)
-    }
-    if not ratios:
+    """Conflict replays weighed against all shared wavefronts: a conflicting store in a kernel
+    that mostly loads from shared memory (a matmul's epilogue) costs little."""
+    conflicts = {op: _num(k.get(f"smem_bank_conflicts_{op}")) for op in ("ld", "st")}
+    if not sum(conflicts.values()):
         return None
-    known = [r for r in ratios.values() if r is not None]
-    worst = max(known, default=None)
+    counted = all(_num(k.get(f"smem_wavefronts_{op}")) for op in conflicts if conflicts[op])
+    wavefronts = sum(_num(k.get(f"smem_wavefronts_{op}")) for op in ("ld", "st"))
+    worst = sum(conflicts.values()) / wavefronts if counted else None
+    if worst is not None and worst < BANK_CONFLICT_RATIO:
+        return None
+    ratios = {op: r for op, r in bank_conflict_ratios(k).items() if conflicts[op]}
+    replaying = [op for op, r in ratios.items() if r is None or r >= BANK_CONFLICT_RATIO]
     line = _top_line(k, _shared_excess)
     inlined = _top_line(k, _shared_excess, origin="triton")
     evidence = _base(k) | {
@@ -172,12 +175,13 @@ def bank_conflict_finding(k: dict) -> Finding | None:
         for name in ("bank_conflicts", "wavefronts")
     }
     evidence |= {f"ratio_{op}": round(r, 4) for op, r in ratios.items() if r is not None}
+    evidence["ratio"] = round(worst, 4) if worst is not None else None
     evidence["threshold"] = BANK_CONFLICT_RATIO
     if line:
         evidence["hot_line"] = line
     if inlined:
         evidence["inlined_line"] = inlined  # a tl.max/tl.sum inlined from triton/language
-    ops = "/".join({"ld": "loads", "st": "stores"}[op] for op in ratios)
+    ops = "/".join({"ld": "loads", "st": "stores"}[op] for op in replaying or ratios)
     share = (
         f"{worst:.0%} of shared wavefronts are conflict replays"
         if worst is not None
@@ -375,11 +379,13 @@ def stall_finding(k: dict) -> Finding | None:
     }
     if line:
         evidence["hot_line"] = line
+    # Where warps wait explains time; it is a finding of its own only when too few warps hide
+    # the latency (then more of them is the fix), else the why behind another finding.
     latency = _occupancy_severity(k) == "high"
     return Finding(
         id="stall-dominant",
         title=f"{share:.0%} of sampled warp stalls are {reason}",
-        severity="medium" if latency else "low",
+        severity="medium" if latency else "info",
         evidence=evidence,
         fix=fix_text("stall-dominant", evidence, variant=reason),
         file=line["file"] if line else None,
@@ -453,10 +459,12 @@ def top_rule_finding(k: dict, ours: Collection[str] = ()) -> Finding | None:
     if peer in ours:
         evidence["agrees_with"] = peer
         title += f", as {peer} says"
+    # NVIDIA's estimate alone is info (its words were often not where the time goes); it
+    # counts when one of our detectors sees the same problem and takes it in (rank.CAUSES).
     return Finding(
         id="ncu-rule",
         title=title,
-        severity="medium" if gain >= limit("ncu-rule", "medium") else "low",
+        severity="info",
         evidence=evidence,
         fix=fix_text("ncu-rule", evidence, variant=variant),
         gain=gain / 100,

@@ -601,21 +601,13 @@ PITFALLS: tuple[Pitfall, ...] = (
     Pitfall(
         "ncu-rule",
         "Nsight Compute's own rule",
-        "NVIDIA's rule with the largest estimated speedup, when none of ours says the same",
+        "NVIDIA's rule with the largest estimated speedup, when none of ours says the same: "
+        "info (its estimate bounds one unit's gain, and the top rule pointed away from where the "
+        "time went on memory-bound kernels near DRAM peak); our rows, with Triton fixes, lead",
         "performance",
         ("ncu",),
         "ncu: {message}",
         "Nsight Compute rules (sections/*.py of ncu 2025.3)",
-        thresholds=(
-            _t(
-                "medium",
-                10.0,
-                "estimated speedup (%) from which the rule is medium, its most: NVIDIA's "
-                "estimate bounds one unit's gain ('local'), and the top one pointed away from "
-                "where the time went on the kernels of issue 13; our rows, with Triton fixes, "
-                "lead",
-            ),
-        ),
         variants=RULE_FIXES,
     ),
     Pitfall(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from workbench.check.result import CheckReport
 from workbench.diagnosis.facts import LaunchFacts
 from workbench.diagnosis.finding import SEVERITIES, Finding
 from workbench.diagnosis.pitfalls import KINDS, OCCUPANCY_RULES, known, pitfall
@@ -117,12 +118,15 @@ def apply_roofline(findings: list[Finding], placed: Placement | None) -> list[Fi
     out = []
     for f in findings:
         kind = kind_of(f)
-        if kind not in ("performance", "occupancy") or f.severity == "info":
+        if kind not in ("performance", "occupancy"):
             out.append(f)
             continue
         gain = f.gain
         if gain is not None and placed.headroom is not None:
             gain = min(gain, placed.headroom)
+        if f.severity == "info":
+            out.append(replace(f, gain=gain))
+            continue
         why = None
         if kind == "occupancy" and placed.near_peak:
             why = f"{placed.short}: little left; the occupancy rules do not apply"
@@ -131,8 +135,7 @@ def apply_roofline(findings: list[Finding], placed: Placement | None) -> list[Fi
         elif gain is not None and gain < MIN_GAIN:
             why = f"{placed.short}: under {MIN_GAIN:.0%} of the time to gain"
         if why:
-            evidence = {**f.evidence, "demoted": why, "severity_before": f.severity}
-            f = replace(f, severity="info", evidence=evidence)
+            f = _demoted(f, why)
         out.append(replace(f, gain=gain))
     return out
 
@@ -155,10 +158,57 @@ def apply_launch(findings: list[Finding], launch: LaunchFacts | None) -> list[Fi
                 f"the GPU is busy {busy:.0%} of a call ({launch.launches} launches): a faster "
                 "kernel saves little of it"
             )
-            evidence = {**f.evidence, "demoted": why, "severity_before": f.severity}
-            f = replace(f, severity="info", evidence=evidence)
+            f = _demoted(f, why)
         out.append(f)
     return out
+
+
+SHORT_KERNEL_NS = 20_000
+"""A kernel shorter than this (20 us) is mostly launch latency and ramp: its achieved
+occupancy, its grid, where its warps stall and how far it is from a bandwidth measured on a
+1 GB copy describe the input's size, not the kernel."""
+SIZE_BOUND = ("memory-far-from-peak",)
+"""Performance rows that a short kernel's size explains (beside every occupancy row)."""
+
+
+def apply_short_kernels(findings: list[Finding], launch: LaunchFacts | None) -> list[Finding]:
+    """Occupancy rows and the distance from the copy bandwidth are info when the call's kernels
+    are too short for them to matter."""
+    if launch is None or not launch.launches or launch.gpu_busy_ns is None:
+        return findings
+    each = launch.gpu_busy_ns / launch.launches
+    if each >= SHORT_KERNEL_NS:
+        return findings
+    why = (
+        f"each kernel runs {each / 1e3:.1f} us: launch latency and ramp-up dominate so short a "
+        "kernel; time it at a larger input before tuning its occupancy or grid"
+    )
+    sized = [f for f in findings if kind_of(f) == "occupancy" or f.id in SIZE_BOUND]
+    return [_demoted(f, why) if f in sized and f.severity != "info" else f for f in findings]
+
+
+def apply_check(findings: list[Finding], check: CheckReport | None) -> list[Finding]:
+    """A missing mask read from the IR is info when the check passed at every shape that leaves
+    a partial tile: the unmasked access stays in bounds by construction (a partner's partials,
+    a padded buffer), and a measurement outranks a pattern."""
+    if check is None:
+        return findings
+    passed = {tuple(c.shape) for c in check.cases if c.status == "passed"}
+    failed = {tuple(c.shape) for c in check.cases if c.status != "passed"}
+    out = []
+    for f in findings:
+        shapes = {tuple(s) for s in f.evidence.get("irregular_shapes") or []}
+        proven = shapes and shapes <= passed and not shapes & failed
+        if f.id == "no-boundary-mask" and source(f) == "static" and proven:
+            listed = ", ".join("x".join(map(str, s)) for s in sorted(shapes))
+            f = _demoted(f, f"the check passed at every shape with a partial tile ({listed})")
+        out.append(f)
+    return out
+
+
+def _demoted(f: Finding, why: str) -> Finding:
+    evidence = {**f.evidence, "demoted": why, "severity_before": f.severity}
+    return replace(f, severity="info", evidence=evidence)
 
 
 SEVERITY_BY_GAIN = ((0.25, "high"), (0.10, "medium"), (0.0, "low"))

@@ -1,9 +1,10 @@
-"""One timed or profiled section at a time per GPU, across processes.
+"""One run's kernels at a time per GPU, across processes.
 
 Two workbench runs on one GPU (a TUI and a CLI, or `diagnose` of several kernels side by side)
 would otherwise time each other's kernels. A job's child holds an advisory lock (flock) on a
-file named after its device only around what it times or profiles; checks and compiles still
-run side by side. The lock goes with the process, so a killed child never leaves it held.
+file named after its device around what it times or profiles and around each check case (whose
+kernels would skew a timing beside them); process start-up and cross-compiles still overlap.
+The lock goes with the process, so a killed child never leaves it held.
 """
 
 from __future__ import annotations
