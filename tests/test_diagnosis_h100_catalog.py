@@ -93,3 +93,10 @@ def test_a_full_diagnosis_with_ncu_takes_under_45_s_warm() -> None:
     steps = {s["step"]: s["seconds"] for s in FACTS["pitfall_spill"]["steps"]}
     assert {"check", "compile", "neighbours", "bench", "ncu"} <= set(steps)
     assert FACTS["pitfall_spill"]["seconds"] <= 45
+
+
+def test_a_launch_bound_workload_is_routed_to_its_graph_not_to_the_library() -> None:
+    """Eagerly the toy transformer is 0.17x torch; replayed from one CUDA graph it beats it."""
+    routing = _diagnosis("transformer").routing
+    assert routing.startswith("keep it, replayed from one CUDA graph") and "0.17x torch" in routing
+    assert _diagnosis("vector_add").routing.startswith("do not bother")

@@ -20,6 +20,14 @@ def advice(facts: Facts, placed: Placement | None) -> str | None:
     speeds = f"{vs_torch:.2f}x torch" + (f", {vs_compile:.2f}x torch.compile" if vs_compile else "")
     where = f", {placed.short}" if placed is not None and placed.ratio is not None else ""
     best, name = min((s, n) for s, n in ((vs_torch, "torch"), (vs_compile, "torch.compile")) if s)
+    launch = facts.launch
+    replayed = launch is not None and launch.graph_correct and launch.graph_ms and rec.torch_ms
+    graph = rec.torch_ms / launch.graph_ms if replayed else None
+    if best < 1 - SAME and graph and graph >= 1 + SAME:
+        return (
+            f"keep it, replayed from one CUDA graph: {graph:.2f}x torch that way; launched "
+            f"eagerly it is {speeds}{where}"
+        )
     if best < 1 - SAME:
         return (
             f"use the library call: {name} runs {1 / best:.2f}x faster than this kernel "
