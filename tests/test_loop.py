@@ -109,3 +109,11 @@ def test_bench_graph_rows_compare_the_replay_with_eager_pytorch_and_torch_compil
     wrong = BenchRecord("t", [1], "float16", "H100", launch={**launch, "graph_correct": False})
     cells = dict(zip(LAUNCH_HEADERS, launch_row(wrong)))
     assert cells["graph correct"].startswith("NO") and cells["graph vs torch"] == "-"
+
+
+def test_a_config_trial_names_what_changed_and_says_the_rest_once():
+    stored = json.loads((H100 / "spill_try.json").read_text())["trial"]
+    text = trial_text(Trial.from_dict(stored))
+    rows = {line.split()[0]: line.split()[1] for line in text.splitlines()[3:5]}
+    assert rows == {"before": "BLOCK_M=256", "after": "BLOCK_M=128"}
+    assert "both: HAS_BIAS=False" in text and "num_warps=4" in text

@@ -9,7 +9,7 @@ from typing import Any
 
 from workbench.diagnosis.facts import Diagnosis
 from workbench.diagnosis.finding import Finding
-from workbench.loop.trial import Trial, alternatives
+from workbench.loop.trial import Side, Trial, alternatives
 from workbench.views.text import fmt, table
 
 FINDING_HEADERS = ("#", "severity", "gain", "pitfall", "where")
@@ -131,9 +131,10 @@ def diagnosis_text(d: Diagnosis, name: str, paths: list[str]) -> str:
 
 
 def trial_text(t: Trial) -> str:
-    rows = [("before", t.before.label, fmt(t.before.ms, 4), _yes(t.before.correct))]
+    same = _shared(t.before, t.after)
+    rows = [("before", _label(t.before, same), fmt(t.before.ms, 4), _yes(t.before.correct))]
     if t.after:
-        rows.append(("after", t.after.label, fmt(t.after.ms, 4), _yes(t.after.correct)))
+        rows.append(("after", _label(t.after, same), fmt(t.after.ms, 4), _yes(t.after.correct)))
     rows += [("peer", p.label, fmt(p.ms, 4), _yes(p.correct)) for p in t.peers]
     head = f"tried {t.fix_id} for {t.finding} at {'x'.join(map(str, t.shape or []))} {t.dtype}"
     lines = [head + (f" on {t.gpu}" if t.gpu else ""), table(("", "run", "ms", "correct"), rows)]
@@ -147,10 +148,25 @@ def trial_text(t: Trial) -> str:
         for p in t.peers
         if p.ms and kept.ms and p.correct
     ]
+    if same:
+        lines.append("both: " + ",".join(f"{k}={v}" for k, v in same.items()))
     failed = [c for c in t.candidates if c.get("status") not in ("ok", None)]
     for c in failed:
         lines.append(f"  {c['label']}: {c['status']} {c.get('why') or ''}".rstrip())
     return "\n".join(lines)
+
+
+def _shared(before: Side, after: Side | None) -> dict:
+    """The config values both sides have alike: said once, so the rows show what changed."""
+    if after is None or not before.values or not after.values:
+        return {}
+    return {k: v for k, v in before.values.items() if k in after.values and after.values[k] == v}
+
+
+def _label(side: Side, same: dict) -> str:
+    if not same or not side.values:
+        return side.label
+    return ",".join(f"{k}={v}" for k, v in side.values.items() if k not in same) or side.label
 
 
 def _yes(flag: bool | None) -> str:

@@ -43,7 +43,8 @@ class SweepPane(Pane):
             row = dict(event["row"])
             row.setdefault("why", "")
             self.rows.append(row)
-            self.query_one(DataTable).add_row(*rows_of([row], short=False)[0])
+            cells = rows_of([row], short=False)[0]
+            self.query_one(DataTable).add_row("-", *cells[1:])  # ranked when the sweep ends
 
     def render_result(self, result: Any, finished: Finished) -> None:
         result = result if "shapes" in result else analysis.summarize(dict(result))

@@ -22,8 +22,9 @@ class JobBar(Horizontal):
         text = Text()
         if running is not None:
             bar.update(total=running.total or None, progress=running.done)
+            # the hint first: a long case label is what the bar's width cuts
+            text.append("x cancels  ", "dim")
             text.append(running.describe(), "bold")
-            text.append("  x cancels", "dim")
         else:
             ended = [t for t in queue.tasks if t.ended_at is not None]
             last = max(ended, key=lambda t: t.ended_at or 0.0, default=None)
