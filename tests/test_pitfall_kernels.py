@@ -34,8 +34,6 @@ TWIN = {
     "pitfall_bf16_acc": "pitfall_bf16_acc_fixed",
     "pitfall_atomics": "pitfall_atomics_fixed",
     "pitfall_bank_conflicts": "pitfall_bank_conflicts_fixed",
-    "pitfall_bank_conflicts_b": "pitfall_bank_conflicts_fixed",
-    "pitfall_bank_conflicts_c": "pitfall_bank_conflicts_fixed",
     "pitfall_launch_bound": "pitfall_launch_bound_fixed",
     "pitfall_dropout_rng": "pitfall_dropout_rng_fixed",
     "pitfall_dropout_scale": "pitfall_dropout_rng_fixed",
@@ -46,8 +44,6 @@ TWINS = sorted(set(TWIN.values()))
 SPEED_ONLY = (
     "pitfall_atomics",
     "pitfall_bank_conflicts",
-    "pitfall_bank_conflicts_b",
-    "pitfall_bank_conflicts_c",
     "pitfall_launch_bound",
     "pitfall_small_grid",
 )
