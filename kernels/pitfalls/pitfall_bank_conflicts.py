@@ -87,35 +87,32 @@ def _pool_bytes(shape, esize: int) -> float:
     return float(B * L * D + B * D) * esize
 
 
-POOL_SHAPES = {
+SHAPES = {
     "regular": [(2, 64, 512), (4, 128, 256)],
     "irregular": [(3, 50, 300), (1, 1, 1), (2, 17, 1000)],
     "bench": [(128, 512, 4096)],
 }
-POOL_DTYPES = ("float16", "bfloat16", "float32")
+DTYPES = ("float16", "bfloat16", "float32")
+_SAME = {
+    "reference_fn": _mean_pool_reference,
+    "make_inputs": _pool_inputs,
+    "shapes": SHAPES,
+    "dtypes": DTYPES,
+    "flops": lambda s: float(s[0] * s[1] * s[2]),
+    "bytes_moved": _pool_bytes,
+    "jit": (_mean_pool_kernel,),
+}
 
 BANK_CONFLICTS = KernelSpec(
     name="pitfall_bank_conflicts",
     kernel_fn=mean_pool_stacked_warps,
-    reference_fn=_mean_pool_reference,
-    make_inputs=_pool_inputs,
-    shapes=POOL_SHAPES,
-    dtypes=POOL_DTYPES,
-    flops=lambda s: float(s[0] * s[1] * s[2]),
-    bytes_moved=_pool_bytes,
-    jit=(_mean_pool_kernel,),
     description="mean over the sequence axis, 32 x 128 tile: warps combine sums in shared memory",
+    **_SAME,
 )
 
 BANK_CONFLICTS_FIXED = KernelSpec(
     name="pitfall_bank_conflicts_fixed",
     kernel_fn=mean_pool,
-    reference_fn=_mean_pool_reference,
-    make_inputs=_pool_inputs,
-    shapes=POOL_SHAPES,
-    dtypes=POOL_DTYPES,
-    flops=lambda s: float(s[0] * s[1] * s[2]),
-    bytes_moved=_pool_bytes,
-    jit=(_mean_pool_kernel,),
     description="the same pooling with warps side by side: the sum stays in registers",
+    **_SAME,
 )
