@@ -324,31 +324,29 @@ SHAPES = {
     "bench": [(4, 32, 4096, 128), (4, 32, 4096, 64)],
 }
 DTYPES = ("float32", "float16", "bfloat16")
+# The causal spec differs in its inputs (the mask flag) and its flops alone.
+_SAME = {
+    "kernel_fn": attention,
+    "reference_fn": _reference,
+    "shapes": SHAPES,
+    "dtypes": DTYPES,
+    "tolerances": MATMUL_TOLERANCES,
+    "bytes_moved": _bytes,
+    "jit": (_attn_fwd, _attn_fwd_tma),
+}
 
 ATTENTION = KernelSpec(
     name="attention",
-    kernel_fn=attention,
-    reference_fn=_reference,
     make_inputs=_inputs(False),
-    shapes=SHAPES,
-    dtypes=DTYPES,
-    tolerances=MATMUL_TOLERANCES,
     flops=_flops(False),
-    bytes_moved=_bytes,
-    jit=(_attn_fwd, _attn_fwd_tma),
     description="flash-attention forward, (batch, heads, seq, head_dim), non-causal",
+    **_SAME,
 )
 
 ATTENTION_CAUSAL = KernelSpec(
     name="attention_causal",
-    kernel_fn=attention,
-    reference_fn=_reference,
     make_inputs=_inputs(True),
-    shapes=SHAPES,
-    dtypes=DTYPES,
-    tolerances=MATMUL_TOLERANCES,
     flops=_flops(True),
-    bytes_moved=_bytes,
-    jit=(_attn_fwd, _attn_fwd_tma),
     description="flash-attention forward, (batch, heads, seq, head_dim), causal",
+    **_SAME,
 )

@@ -206,18 +206,21 @@ SHAPES = {
     "bench": [(1 << 28,), (8192, 8192)],
 }
 DTYPES = ("float32", "float16", "bfloat16")
+_SAME = {
+    "shapes": SHAPES,
+    "dtypes": DTYPES,
+    "bytes_moved": lambda s, esize: 2.0 * _elements(s) * esize,
+    "jit": (_gelu_kernel,),
+}
 
 GELU_ERF = KernelSpec(
     name="gelu",
     kernel_fn=gelu,
     reference_fn=F.gelu,
     make_inputs=_x,
-    shapes=SHAPES,
-    dtypes=DTYPES,
     flops=lambda s: 20.0 * _elements(s),
-    bytes_moved=lambda s, esize: 2.0 * _elements(s) * esize,
-    jit=(_gelu_kernel,),
     description="GELU, erf form: 0.5 x (1 + erf(x / sqrt 2)), one pass",
+    **_SAME,
 )
 
 GELU_TANH = KernelSpec(
@@ -225,12 +228,9 @@ GELU_TANH = KernelSpec(
     kernel_fn=lambda x: gelu(x, "tanh"),
     reference_fn=lambda x: F.gelu(x, approximate="tanh"),
     make_inputs=_x,
-    shapes=SHAPES,
-    dtypes=DTYPES,
     flops=lambda s: 10.0 * _elements(s),
-    bytes_moved=lambda s, esize: 2.0 * _elements(s) * esize,
-    jit=(_gelu_kernel,),
     description="GELU, tanh form: x sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)), one pass",
+    **_SAME,
 )
 
 GELU_DROPOUT = KernelSpec(
@@ -238,10 +238,7 @@ GELU_DROPOUT = KernelSpec(
     kernel_fn=gelu_dropout,
     reference_fn=gelu_dropout_reference,
     make_inputs=_x_p_seed,
-    shapes=SHAPES,
-    dtypes=DTYPES,
     flops=lambda s: 30.0 * _elements(s),
-    bytes_moved=lambda s, esize: 2.0 * _elements(s) * esize,
-    jit=(_gelu_kernel,),
     description="dropout(GELU(x)) with in-kernel Philox (device seed, no host sync), one pass",
+    **_SAME,
 )

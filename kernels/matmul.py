@@ -400,6 +400,17 @@ def _matmul_inputs(shape: tuple[int, ...], dtype: torch.dtype, device: str) -> t
     return tuple(_operands(shape, dtype, device))
 
 
+def _matmul_flops(shape: tuple[int, ...]) -> float:
+    M, N, K = shape
+    return 2.0 * M * N * K
+
+
+def _matmul_bytes(shape: tuple[int, ...], esize: int) -> float:
+    """A and B read once, C written once."""
+    M, N, K = shape
+    return float(M * K + K * N + M * N) * esize
+
+
 def _bias_gelu_inputs(shape: tuple[int, ...], dtype: torch.dtype, device: str) -> tuple:
     bias = torch.randn(shape[1], device=device, dtype=dtype)
     return (*_operands(shape, dtype, device), bias)
@@ -410,22 +421,26 @@ CHECK_SHAPES = {
     "irregular": [(100, 72, 40), (1, 33, 17)],
 }
 DTYPES = ("float32", "float16", "bfloat16")
+PLAIN_MATMUL = {
+    "reference_fn": torch.matmul,
+    "make_inputs": _matmul_inputs,
+    "tolerances": MATMUL_TOLERANCES,
+    "flops": _matmul_flops,
+    "bytes_moved": _matmul_bytes,
+}
+"""C = A @ B's reference, inputs and costs: MATMUL's, and those of the pitfalls on its body."""
+_SAME = {"dtypes": DTYPES, "jit": (_matmul_tuned, _matmul_tma_kernel)}
 
 MATMUL = KernelSpec(
     name="matmul",
     kernel_fn=matmul,
-    reference_fn=torch.matmul,
-    make_inputs=_matmul_inputs,
     shapes={
         **CHECK_SHAPES,
         "bench": [(4096, 4096, 4096), (8192, 8192, 8192)],
     },
-    dtypes=DTYPES,
-    tolerances=MATMUL_TOLERANCES,
-    flops=lambda s: 2.0 * s[0] * s[1] * s[2],
-    bytes_moved=lambda s, esize: float(s[0] * s[2] + s[2] * s[1] + s[0] * s[1]) * esize,
-    jit=(_matmul_tuned, _matmul_tma_kernel),
     description="C = A @ B, shape (M, N, K); grouped tile order, fp32 accumulate",
+    **PLAIN_MATMUL,
+    **_SAME,
 )
 
 MATMUL_BIAS_GELU = KernelSpec(
@@ -438,11 +453,10 @@ MATMUL_BIAS_GELU = KernelSpec(
         # LLM MLP up-projections: tokens x (4 * hidden) x hidden (GPT-2 XL, Llama-7B, 13B).
         "bench": [(8192, 6400, 1600), (8192, 11008, 4096), (4096, 13824, 5120)],
     },
-    dtypes=DTYPES,
     tolerances=MATMUL_TOLERANCES,
-    flops=lambda s: 2.0 * s[0] * s[1] * s[2],
-    bytes_moved=lambda s, esize: float(s[0] * s[2] + s[2] * s[1] + s[0] * s[1] + s[1]) * esize,
-    jit=(_matmul_tuned, _matmul_tma_kernel),
+    flops=_matmul_flops,
+    bytes_moved=lambda s, esize: _matmul_bytes(s, esize) + s[1] * esize,  # and the bias
     compile_mode="max-autotune",  # the bar the fused epilogue has to clear
     description="gelu_tanh(A @ B + bias), shape (M, N, K); bias and GELU in the epilogue",
+    **_SAME,
 )

@@ -341,19 +341,18 @@ SHAPES = {
     "bench": [(32768, 4096), (8192, 8192)],
 }
 DTYPES = ("float32", "float16", "bfloat16")
+_SAME = {"shapes": SHAPES, "dtypes": DTYPES, "tolerances": _TOLERANCES}
 
 LAYER_NORM = KernelSpec(
     name="layer_norm",
     kernel_fn=layer_norm,
     reference_fn=lambda x, w, b: F.layer_norm(x, x.shape[-1:], w, b),
     make_inputs=_ln_inputs,
-    shapes=SHAPES,
-    dtypes=DTYPES,
-    tolerances=_TOLERANCES,
     flops=lambda s: 8.0 * math.prod(s),
     bytes_moved=_rows_bytes(2, 2),
     jit=(_norm_kernel,),
     description="LayerNorm forward over the last dim, one program per row",
+    **_SAME,
 )
 
 RMS_NORM = KernelSpec(
@@ -361,13 +360,11 @@ RMS_NORM = KernelSpec(
     kernel_fn=rms_norm,
     reference_fn=lambda x, w: F.rms_norm(x, x.shape[-1:], w, eps=1e-6),
     make_inputs=_rms_inputs,
-    shapes=SHAPES,
-    dtypes=DTYPES,
-    tolerances=_TOLERANCES,
     flops=lambda s: 4.0 * math.prod(s),
     bytes_moved=_rows_bytes(2, 1),
     jit=(_norm_kernel,),
     description="RMSNorm forward over the last dim, one program per row",
+    **_SAME,
 )
 
 ADD_DROPOUT_LAYER_NORM = KernelSpec(
@@ -375,11 +372,9 @@ ADD_DROPOUT_LAYER_NORM = KernelSpec(
     kernel_fn=add_dropout_layer_norm,
     reference_fn=add_dropout_layer_norm_reference,
     make_inputs=_fused_inputs,
-    shapes=SHAPES,
-    dtypes=DTYPES,
-    tolerances=_TOLERANCES,
     flops=lambda s: 40.0 * math.prod(s),
     bytes_moved=_rows_bytes(4, 2),
     jit=(_add_dropout_layer_norm_kernel,),
     description="h = residual + dropout(x); y = LayerNorm(h); returns (y, h), one pass",
+    **_SAME,
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -9,9 +10,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-
-from workbench.catalog.discovery import discover
-from workbench.run import jobs
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -52,18 +50,39 @@ def cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess
     )
 
 
-def check_all(
-    names: tuple[str, ...], path: str, dtypes: list[str], tmp_path_factory
-) -> dict[str, jobs.Outcome]:
-    """One check job per kernel, two at a time (the interpreter is CPU-bound; CI has 2 cores)."""
-    catalog = discover([path])
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("WORKBENCH_REPORTS", str(tmp_path_factory.mktemp("check") / "reports"))
-        mp.setenv("WORKBENCH_DEVICE", "cpu")
+# What the worker does for a check job on a host without a GPU, for several kernels in one
+# process: a job per kernel would pay torch's start-up (3 s on CI) once per kernel.
+_CHECKS = """
+import json, os, sys
+os.environ["TRITON_INTERPRET"] = "1"
+from workbench.runtime import compat
+compat.fix_interpreter_loop_bounds()  # imports triton: after the switch above
+from workbench.catalog.discovery import discover
+from workbench.catalog.loader import load_spec
+from workbench.check.job import job
+from workbench.run.worker import Context
+for path, name, params in json.loads(sys.argv[1]):
+    spec = load_spec(discover([path]).find(name))
+    result = job(spec, params, Context("cpu", True, ".", lambda event: None))
+    print("RESULT " + json.dumps(result), flush=True)
+"""
 
-        def run(name: str) -> jobs.Outcome:
-            job = jobs.Job("check", catalog.find(name), {"dtypes": dtypes}, timeout=240)
-            return jobs.run_job(job)
 
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            return dict(zip(names, pool.map(run, names)))
+def interpreter_checks(*parts: list[tuple[str, str, dict]]) -> dict[str, dict]:
+    """The check result of each (path, kernel, params) in the interpreter, kernel by kernel as
+    the worker computes it; one child process per part, two at a time (CI has 2 cores)."""
+
+    def run(part: list[tuple[str, str, dict]]) -> list[dict]:
+        proc = subprocess.run(
+            [sys.executable, "-c", _CHECKS, json.dumps([(str(p), n, q) for p, n, q in part])],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=280,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return [json.loads(x[7:]) for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return {r["kernel"]: r for found in pool.map(run, parts) for r in found}

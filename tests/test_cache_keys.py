@@ -43,27 +43,22 @@ def check_recipes(inputs: dict, found: scan.CacheScan) -> None:
     [compiled] = found.compiled
     assert compiled.dir == keys.dirname(c["hash"])
     assert compiled.triton_version == inputs["triton_version"]
-    tuned_key = keys.autotune_key(
-        inputs["triton_key"],
-        inputs["backend_hash"],
-        a["fn_cache_key"],
-        inputs["env_vars"],
-        keys.tuning_key_from_file(a["tuning_key"]),
-        a["configs"],
-    )
+
+    def tuned_key(configs: list[str]) -> str:
+        return keys.autotune_key(
+            inputs["triton_key"],
+            inputs["backend_hash"],
+            a["fn_cache_key"],
+            inputs["env_vars"],
+            keys.tuning_key_from_file(a["tuning_key"]),
+            configs,
+        )
+
     [tuned] = found.tuned
-    assert tuned.dir == keys.dirname(keys.sha256(tuned_key))
+    assert tuned.dir == keys.dirname(keys.sha256(tuned_key(a["configs"])))
     assert tuned.key == a["tuning_key"] and tuned.kernel == "scale_kernel"
     # any change of a component leads elsewhere: the recipe is not trivially satisfied
-    moved = keys.autotune_key(
-        inputs["triton_key"],
-        inputs["backend_hash"],
-        a["fn_cache_key"],
-        inputs["env_vars"],
-        keys.tuning_key_from_file(a["tuning_key"]),
-        a["configs"][::-1],
-    )
-    assert keys.dirname(keys.sha256(moved)) != tuned.dir
+    assert keys.dirname(keys.sha256(tuned_key(a["configs"][::-1]))) != tuned.dir
 
 
 @pytest.mark.parametrize("version", ["3.4", "3.6", "3.9"])

@@ -8,17 +8,12 @@ names it.
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import subprocess
-import sys
 import types
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, interpreter_checks
 
 from workbench.catalog import loader
 from workbench.catalog.spec import KernelSpec
@@ -50,42 +45,12 @@ GROUPS = (
         "gelu_dropout": (ROOT / "kernels", {"dtypes": F32, "shape_sets": ["irregular"]}),
     },
 )
-# One interpreter process per group runs the check job's own run_check on each kernel: a job
-# per kernel would pay the start-up (torch, triton) ten times.
-CHILD = """
-import json, os, sys
-os.environ["TRITON_INTERPRET"] = "1"
-from workbench.runtime import compat
-compat.fix_interpreter_loop_bounds()
-from workbench.catalog.discovery import discover
-from workbench.catalog.loader import load_spec
-from workbench.check.job import run_check
-for path, name, params in json.loads(sys.argv[1]):
-    spec = load_spec(discover([path]).find(name))
-    report = run_check(spec, "cpu", True, lambda event: None, **params)
-    print("REPORT " + json.dumps(report.to_dict()), flush=True)
-"""
 
 
 @pytest.fixture(scope="module")
 def reports() -> dict[str, CheckReport]:
-    def run(group: dict) -> list[CheckReport]:
-        todo = [(str(path), name, params) for name, (path, params) in group.items()]
-        proc = subprocess.run(
-            [sys.executable, "-c", CHILD, json.dumps(todo)],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=240,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        lines = [line[7:] for line in proc.stdout.splitlines() if line.startswith("REPORT ")]
-        return [CheckReport.from_dict(json.loads(line)) for line in lines]
-
-    with ThreadPoolExecutor(max_workers=2) as pool:  # the interpreter is CPU-bound: 2 cores
-        found = [r for group in pool.map(run, GROUPS) for r in group]
-    return {r.kernel: r for r in found}
+    parts = [[(path, name, params) for name, (path, params) in g.items()] for g in GROUPS]
+    return {name: CheckReport.from_dict(d) for name, d in interpreter_checks(*parts).items()}
 
 
 # ---- NaN payloads -------------------------------------------------------------------------------

@@ -35,3 +35,29 @@ def test_specs_share_named_module_constants(tmp_path):
     assert b.shapes == {"regular": [[64, 64]], "irregular": [[3, 16]]}
     # a name bound twice at module level has no one value: the source does not say
     assert b.dtypes is None
+
+
+_SPREAD = """
+from workbench.catalog.spec import KernelSpec
+
+SHAPES = {"regular": [(8,)], "bench": [(1 << 20,)]}
+_TWINS = {"shapes": SHAPES, "dtypes": ("float16",), "description": "shared"}
+_FLAWED = {**_TWINS, "kind": "layer"}
+
+FLAWED = KernelSpec(name="flawed", **_FLAWED)
+FIXED = KernelSpec(name="fixed", **_TWINS)
+OPAQUE = KernelSpec(name="opaque", **dict(shapes=SHAPES))
+"""
+
+
+def test_spec_fields_spread_from_a_module_level_dict(tmp_path):
+    (tmp_path / "spread.py").write_text(textwrap.dedent(_SPREAD))
+    catalog = discover([str(tmp_path)])
+    flawed, fixed = catalog.find("flawed"), catalog.find("fixed")
+    assert flawed.shapes == fixed.shapes == {"regular": [[8]], "bench": [[1 << 20]]}
+    assert flawed.dtypes == fixed.dtypes == ("float16",)
+    assert flawed.description == fixed.description == "shared"
+    assert (flawed.kind, fixed.kind) == ("layer", "kernel")
+    # a spread of anything but a dict display says nothing: the fields read as not literal
+    opaque = catalog.find("opaque")
+    assert opaque.shapes is None and opaque.dtypes is None

@@ -1,9 +1,10 @@
 """The compute-bound kernels (matmul, matmul + bias + GELU, flash attention) against PyTorch.
 
-Checks run through the real job runner in a child process, which on this CPU-only machine sets
-TRITON_INTERPRET=1: fp32 and fp16 must pass every shape in both layouts, bf16 is reported as
-skipped. The TMA paths only run on Hopper, so their kernels are also driven directly in the
-interpreter (which takes tensor descriptors from Triton 3.4 on) to check tile walk and edges.
+Checks run the check job as the worker runs it on this CPU-only machine, under
+TRITON_INTERPRET=1 (two child processes share the kernels): fp32 and fp16 must pass every shape
+in both layouts, bf16 is reported as skipped. The TMA paths only run on Hopper, so their
+kernels are also driven directly in the interpreter (which takes tensor descriptors from
+Triton 3.4 on) to check tile walk and edges.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ import sys
 import textwrap
 
 import pytest
-from conftest import ROOT, check_all
+from conftest import ROOT, interpreter_checks
 
-from workbench.run import jobs
 from workbench.runtime.errors import WorkbenchError
 
 SPECS = ("matmul", "matmul_bias_gelu", "attention", "attention_causal")
@@ -24,16 +24,14 @@ DTYPES = ["float32", "float16", "bfloat16"]
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory) -> dict[str, jobs.Outcome]:
-    return check_all(SPECS, str(ROOT / "kernels"), DTYPES, tmp_path_factory)
+def results() -> dict[str, dict]:
+    todo = [(ROOT / "kernels", name, {"dtypes": DTYPES}) for name in SPECS]
+    return interpreter_checks(todo[0::2], todo[1::2])
 
 
 @pytest.mark.parametrize("name", SPECS)
-def test_check_passes_in_the_interpreter(outcomes, name):
-    out = outcomes[name]
-    assert out.status == "ok", (out.problem, out.log[-2000:])
-    result = out.result
-    assert result["mode"] == "interpreter"
+def test_check_passes_in_the_interpreter(results, name):
+    result = results[name]
     cases = result["cases"]
     ran = [c for c in cases if c["dtype"] in ("float32", "float16")]
     assert ran and all(c["status"] == "passed" for c in ran), [

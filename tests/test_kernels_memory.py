@@ -1,10 +1,10 @@
 """The memory-bound kernels (element-wise, softmax, norms, dropout fusions) and the transformer.
 
-Every check runs through the real job runner in a child process, which on this CPU-only machine
-sets TRITON_INTERPRET=1: fp32 and fp16 must pass every shape in both layouts, bf16 is reported
-as skipped. Deliberately wrong kernels (tests/helpers) show that the same check catches a
-missing tail tile and ignored strides. The dropout stream's own properties run in one
-interpreter subprocess.
+Every check runs the check job as the worker runs it on this CPU-only machine, under
+TRITON_INTERPRET=1 (two child processes share the kernels): fp32 and fp16 must pass every shape
+in both layouts, bf16 is reported as skipped. Deliberately wrong kernels (tests/helpers) show
+that the same check catches a missing tail tile and ignored strides. The dropout stream's own
+properties run in one interpreter subprocess.
 """
 
 from __future__ import annotations
@@ -16,9 +16,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import ROOT, check_all
-
-from workbench.run import jobs
+from conftest import ROOT, interpreter_checks
 
 SPECS = (
     "vector_add",
@@ -35,25 +33,20 @@ SPECS = (
 )
 DTYPES = ["float32", "float16", "bfloat16"]
 BROKEN = ROOT / "tests" / "helpers" / "broken_kernels.py"
+BROKEN_NAMES = ("scale_floor_grid", "scale_ignores_strides")
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory) -> dict[str, jobs.Outcome]:
-    return check_all(SPECS, str(ROOT / "kernels"), DTYPES, tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def broken(tmp_path_factory) -> dict[str, jobs.Outcome]:
-    names = ("scale_floor_grid", "scale_ignores_strides")
-    return check_all(names, str(BROKEN), DTYPES[:2], tmp_path_factory)
+def results() -> dict[str, dict]:
+    todo = [(ROOT / "kernels", name, {"dtypes": DTYPES}) for name in SPECS]
+    todo += [(BROKEN, name, {"dtypes": DTYPES[:2]}) for name in BROKEN_NAMES]
+    return interpreter_checks(todo[0::2], todo[1::2])
 
 
 @pytest.mark.parametrize("name", SPECS)
-def test_check_passes_in_the_interpreter(outcomes, name):
-    out = outcomes[name]
-    assert out.status == "ok", (out.problem, out.log[-2000:])
-    result = out.result
-    assert result["mode"] == "interpreter" and result["correct"] is True
+def test_check_passes_in_the_interpreter(results, name):
+    result = results[name]
+    assert result["correct"] is True
     cases = result["cases"]
     ran = [c for c in cases if c["dtype"] in ("float32", "float16")]
     assert ran and all(c["status"] == "passed" for c in ran), [
@@ -67,16 +60,16 @@ def test_check_passes_in_the_interpreter(outcomes, name):
 
 
 @pytest.mark.parametrize("name", [n for n in SPECS if n not in ("gelu_three_name", "transformer")])
-def test_kernels_are_checked_on_strided_inputs_and_irregular_sizes(outcomes, name):
-    ran = [c for c in outcomes[name].result["cases"] if c["status"] == "passed"]
+def test_kernels_are_checked_on_strided_inputs_and_irregular_sizes(results, name):
+    ran = [c for c in results[name]["cases"] if c["status"] == "passed"]
     assert {c["layout"] for c in ran} == {"contiguous", "strided"}
     last_dims = {c["shape"][-1] for c in ran}
     assert any(d & (d - 1) for d in last_dims), "no size that is not a power of two"
     assert 1 in last_dims, "no single-element rows"
 
 
-def test_three_name_module_runs_on_the_inputs_it_makes(outcomes):
-    cases = outcomes["gelu_three_name"].result["cases"]
+def test_three_name_module_runs_on_the_inputs_it_makes(results):
+    cases = results["gelu_three_name"]["cases"]
     assert {c["shape_set"] for c in cases} == {"check", "derived"}
     assert all(c["numel"] == 1 << 20 for c in cases if c["status"] == "passed" and not c["shape"])
     derived = [c for c in cases if c["shape_set"] == "derived"]
@@ -86,8 +79,8 @@ def test_three_name_module_runs_on_the_inputs_it_makes(outcomes):
     assert ran and all(c["status"] == "passed" for c in ran), [c["reason"] for c in ran]
 
 
-def test_missing_tail_tile_is_caught_at_the_boundary(broken):
-    result = broken["scale_floor_grid"].result
+def test_missing_tail_tile_is_caught_at_the_boundary(results):
+    result = results["scale_floor_grid"]
     assert result["correct"] is False
     by_shape = {(tuple(c["shape"]), c["dtype"], c["layout"]): c for c in result["cases"]}
     for dtype in ("float32", "float16"):
@@ -99,8 +92,8 @@ def test_missing_tail_tile_is_caught_at_the_boundary(broken):
     assert result["summary"]["boundary_only_errors"] is True
 
 
-def test_ignored_strides_fail_only_on_strided_inputs(broken):
-    result = broken["scale_ignores_strides"].result
+def test_ignored_strides_fail_only_on_strided_inputs(results):
+    result = results["scale_ignores_strides"]
     assert result["correct"] is False
     for c in result["cases"]:
         assert c["status"] == ("failed" if c["layout"] == "strided" else "passed"), c

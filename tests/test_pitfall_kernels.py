@@ -1,26 +1,20 @@
 """The pitfall kernels of kernels/pitfalls/: each flawed kernel beside its fixed twin.
 
-Every pitfall and twin is discovered from source. The check (`run_check`, in the Triton
-interpreter, in two child processes that split the kernels between them) fails each flawed
-kernel exactly where its pitfall says and passes every twin and every flawed kernel whose
-pitfall is speed, not correctness. The pitfalls that live in the compiled code (the bf16
+Every pitfall and twin is discovered from source. The check (the check job as the worker runs
+it in the Triton interpreter, in two child processes that split the kernels between them) fails
+each flawed kernel exactly where its pitfall says and passes every twin and every flawed kernel
+whose pitfall is speed, not correctness. The pitfalls that live in the compiled code (the bf16
 running sum, the fp32 atomic add) show in TTIR cross-compiled for sm_90. On a GPU host (`-m
 gpu`), the same checks and the launch facts of the launch-bound pair run on the GPU.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import re
-import subprocess
-import sys
-import textwrap
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, interpreter_checks
 
 from workbench.catalog.discovery import discover
 from workbench.catalog.loader import load_spec
@@ -34,8 +28,6 @@ TWIN = {
     "pitfall_bf16_acc": "pitfall_bf16_acc_fixed",
     "pitfall_atomics": "pitfall_atomics_fixed",
     "pitfall_bank_conflicts": "pitfall_bank_conflicts_fixed",
-    "pitfall_bank_conflicts_b": "pitfall_bank_conflicts_fixed",
-    "pitfall_bank_conflicts_c": "pitfall_bank_conflicts_fixed",
     "pitfall_launch_bound": "pitfall_launch_bound_fixed",
     "pitfall_dropout_rng": "pitfall_dropout_rng_fixed",
     "pitfall_dropout_scale": "pitfall_dropout_rng_fixed",
@@ -46,8 +38,6 @@ TWINS = sorted(set(TWIN.values()))
 SPEED_ONLY = (
     "pitfall_atomics",
     "pitfall_bank_conflicts",
-    "pitfall_bank_conflicts_b",
-    "pitfall_bank_conflicts_c",
     "pitfall_launch_bound",
     "pitfall_small_grid",
 )
@@ -59,48 +49,19 @@ GPU_ONLY = ("pitfall_bf16_acc", "pitfall_bf16_acc_fixed")
 MIN_STOCHASTIC = 1000
 """Outputs smaller than this may keep and drop alike on both streams by chance."""
 
-# run_check on CPU tensors under the interpreter, as the check job's child runs it.
-_CHECK_SCRIPT = textwrap.dedent(
-    """
-    import json, os, sys
-    os.environ["TRITON_INTERPRET"] = "1"
-    from workbench.runtime import compat
-    compat.fix_interpreter_loop_bounds()
-    from workbench.catalog.discovery import discover
-    from workbench.catalog.loader import load_spec
-    from workbench.check.job import run_check
-
-    catalog = discover([sys.argv[1]])
-    out = {}
-    for name in sys.argv[2:]:
-        spec = load_spec(catalog.find(name))
-        dtypes = ["float32"] if "float32" in spec.dtypes else None
-        out[name] = run_check(spec, "cpu", True, lambda e: None, dtypes=dtypes).to_dict()
-    print(json.dumps(out))
-    """
-)
-
-
-def _check_in_child(names: list[str]) -> dict[str, dict]:
-    proc = subprocess.run(
-        [sys.executable, "-c", _CHECK_SCRIPT, str(PITFALLS), *names],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"},
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.splitlines()[-1])
-
 
 @pytest.fixture(scope="module")
 def reports() -> dict[str, CheckReport]:
     names = sorted((set(TWINS) | set(SPEED_ONLY) | set(WRONG)) - set(GPU_ONLY))
-    halves = [names[0::2], names[1::2]]  # two cores: the interpreter is CPU-bound
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        found = {k: v for part in pool.map(_check_in_child, halves) for k, v in part.items()}
+    catalog = discover([str(PITFALLS)])
+    todo = [(PITFALLS, n, {"dtypes": _float32(catalog.find(n).dtypes)}) for n in names]
+    found = interpreter_checks(todo[0::2], todo[1::2])
     return {name: CheckReport.from_dict(d) for name, d in found.items()}
+
+
+def _float32(dtypes: tuple[str, ...] | None) -> list[str] | None:
+    """float32 alone where the kernel takes it (one dtype shows the pitfall), else its own."""
+    return ["float32"] if dtypes and "float32" in dtypes else None
 
 
 def _ran(report: CheckReport) -> list[CaseResult]:

@@ -78,43 +78,35 @@ async def _shown(pilot, kernel: str, *keys: str) -> None:  # type: ignore[no-unt
     app.clear_notifications()
 
 
+def _matches(snap_compare, kernel: str, *keys: str) -> bool:  # type: ignore[no-untyped-def]
+    """The screen with `kernel` selected and `keys` pressed is its stored snapshot."""
+    app = WorkbenchApp(KERNELS)
+    return snap_compare(app, terminal_size=SIZE, run_before=lambda p: _shown(p, kernel, *keys))
+
+
 def test_kernel_list_and_the_check_tab(snap_compare):
-    assert snap_compare(
-        WorkbenchApp(KERNELS), terminal_size=SIZE, run_before=lambda p: _shown(p, "pitfall_spill")
-    )
+    assert _matches(snap_compare, "pitfall_spill")
 
 
 def test_bench_tab_with_its_bars(snap_compare):
-    app = WorkbenchApp(KERNELS)
-    assert snap_compare(app, terminal_size=SIZE, run_before=lambda p: _shown(p, "vector_add", "2"))
+    assert _matches(snap_compare, "vector_add", "2")
 
 
 def test_sweep_tab(snap_compare):
-    app = WorkbenchApp(KERNELS)
-    assert snap_compare(
-        app, terminal_size=SIZE, run_before=lambda p: _shown(p, "pitfall_spill", "5")
-    )
+    assert _matches(snap_compare, "pitfall_spill", "5")
 
 
 def test_profile_tab(snap_compare):
-    app = WorkbenchApp(KERNELS)
-    assert snap_compare(
-        app, terminal_size=SIZE, run_before=lambda p: _shown(p, "pitfall_spill", "6")
-    )
+    assert _matches(snap_compare, "pitfall_spill", "6")
 
 
 def test_history_tab(snap_compare):
-    app = WorkbenchApp(KERNELS)
-    assert snap_compare(app, terminal_size=SIZE, run_before=lambda p: _shown(p, "vector_add", "h"))
+    assert _matches(snap_compare, "vector_add", "h")
 
 
 def test_help_screen(snap_compare):
-    app = WorkbenchApp(KERNELS)
-    assert snap_compare(
-        app, terminal_size=SIZE, run_before=lambda p: _shown(p, "vector_add", "question_mark")
-    )
+    assert _matches(snap_compare, "vector_add", "question_mark")
 
 
 def test_options_dialog(snap_compare):
-    app = WorkbenchApp(KERNELS)
-    assert snap_compare(app, terminal_size=SIZE, run_before=lambda p: _shown(p, "vector_add", "o"))
+    assert _matches(snap_compare, "vector_add", "o")

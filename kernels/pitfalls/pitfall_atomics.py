@@ -104,6 +104,8 @@ DTYPES = ("float32", "float16", "bfloat16")
 # order; the default atol (1e-5) would fail rows whose sum lands near zero.
 _TOLERANCES = {"float32": Tolerance(atol=1e-3, rtol=1e-5, rel_l2=1e-5)}
 _SAME = {
+    "shapes": SHAPES,
+    "dtypes": DTYPES,
     "reference_fn": _reference,
     "tolerances": _TOLERANCES,
     "make_inputs": _x,
@@ -114,8 +116,6 @@ _SAME = {
 ATOMICS = KernelSpec(
     name="pitfall_atomics",
     kernel_fn=row_sum_atomic,
-    shapes=SHAPES,
-    dtypes=DTYPES,
     jit=(_row_sum_atomic_kernel,),
     description="row sums, each row split over programs combined by fp32 atomic_add: bits vary",
     **_SAME,
@@ -124,8 +124,6 @@ ATOMICS = KernelSpec(
 ATOMICS_FIXED = KernelSpec(
     name="pitfall_atomics_fixed",
     kernel_fn=row_sum_two_pass,
-    shapes=SHAPES,
-    dtypes=DTYPES,
     jit=(_row_partial_sums_kernel, _sum_partials_kernel),
     description="row sums in two passes: per-piece partial sums, then one program per row",
     **_SAME,

@@ -1,23 +1,19 @@
-"""Shared-memory bank conflicts on Hopper: three candidates, and the fixed twin of the first.
+"""Shared-memory bank conflicts on Hopper: a pooling kernel and its fixed twin.
 
 Triton swizzles the shared memory behind `tl.dot` by itself; the conflicts left are in the
 scratch that reductions and layout conversions go through. Measured on an H100 (Triton 3.6,
 Nsight Compute; conflicts per shared wavefront, loads / stores):
 
-- `pitfall_bank_conflicts`: mean pooling over the sequence axis, y[b, :] = mean over l of
-  x[b, l, :], in BLOCK_L x BLOCK_D = 32 x 128 tiles, each reduced along BLOCK_L (the
-  non-contiguous axis) as it is loaded. The default layout puts a warp's threads along the
-  contiguous columns and stacks the 4 warps along the rows, so every `tl.sum(axis=0)` hands
-  the warps' partial sums to each other through a shared scratch (`tt.reduce` across warps,
-  then `ttg.convert_layout` of the result), and those accesses conflict: 91 % / 91 % in fp16.
-  At (128, 512, 4096) fp16 the kernel takes 338 us (1.6 TB/s) with shared-memory throttling
-  (mio_throttle) its top stall; in fp32 the same tile hides behind DRAM (367 us against 358).
-- `pitfall_bank_conflicts_b`: a 64 x 64 fp32 transpose through `tl.trans`: the loaded layout
-  (threads along columns) is converted through shared memory to the one the transposed store
-  needs (`ttg.convert_layout`), with scalar 32-bit accesses: 19 % / 8 %.
-- `pitfall_bank_conflicts_c`: the same transpose on 64-bit elements (float64): 22 % / 9 %.
+`pitfall_bank_conflicts` is mean pooling over the sequence axis, y[b, :] = mean over l of
+x[b, l, :], in BLOCK_L x BLOCK_D = 32 x 128 tiles, each reduced along BLOCK_L (the
+non-contiguous axis) as it is loaded. The default layout puts a warp's threads along the
+contiguous columns and stacks the 4 warps along the rows, so every `tl.sum(axis=0)` hands
+the warps' partial sums to each other through a shared scratch (`tt.reduce` across warps,
+then `ttg.convert_layout` of the result), and those accesses conflict: 91 % / 91 % in fp16.
+At (128, 512, 4096) fp16 the kernel takes 338 us (1.6 TB/s) with shared-memory throttling
+(mio_throttle) its top stall; in fp32 the same tile hides behind DRAM (367 us against 358).
 
-The twin `pitfall_bank_conflicts_fixed` runs the pooling kernel of the first with the warps side
+The twin `pitfall_bank_conflicts_fixed` runs the same pooling kernel with the warps side
 by side instead: BLOCK_D = 32 threads x 4 warps x one 16-byte vector each. Each thread owns its
 columns for all rows of the tile, so the reduction over the rows stays in its registers and no
 shared memory is used at all. This layout with 16 rows per tile ran in 192 us (2.8 TB/s) at the
@@ -29,7 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-from workbench.catalog.spec import KernelSpec, Tolerance
+from workbench.catalog.spec import KernelSpec
 
 WARPS = 4
 
@@ -91,109 +87,32 @@ def _pool_bytes(shape, esize: int) -> float:
     return float(B * L * D + B * D) * esize
 
 
-POOL_SHAPES = {
+SHAPES = {
     "regular": [(2, 64, 512), (4, 128, 256)],
     "irregular": [(3, 50, 300), (1, 1, 1), (2, 17, 1000)],
     "bench": [(128, 512, 4096)],
 }
-POOL_DTYPES = ("float16", "bfloat16", "float32")
+DTYPES = ("float16", "bfloat16", "float32")
+_SAME = {
+    "reference_fn": _mean_pool_reference,
+    "make_inputs": _pool_inputs,
+    "shapes": SHAPES,
+    "dtypes": DTYPES,
+    "flops": lambda s: float(s[0] * s[1] * s[2]),
+    "bytes_moved": _pool_bytes,
+    "jit": (_mean_pool_kernel,),
+}
 
 BANK_CONFLICTS = KernelSpec(
     name="pitfall_bank_conflicts",
     kernel_fn=mean_pool_stacked_warps,
-    reference_fn=_mean_pool_reference,
-    make_inputs=_pool_inputs,
-    shapes=POOL_SHAPES,
-    dtypes=POOL_DTYPES,
-    flops=lambda s: float(s[0] * s[1] * s[2]),
-    bytes_moved=_pool_bytes,
-    jit=(_mean_pool_kernel,),
     description="mean over the sequence axis, 32 x 128 tile: warps combine sums in shared memory",
+    **_SAME,
 )
 
 BANK_CONFLICTS_FIXED = KernelSpec(
     name="pitfall_bank_conflicts_fixed",
     kernel_fn=mean_pool,
-    reference_fn=_mean_pool_reference,
-    make_inputs=_pool_inputs,
-    shapes=POOL_SHAPES,
-    dtypes=POOL_DTYPES,
-    flops=lambda s: float(s[0] * s[1] * s[2]),
-    bytes_moved=_pool_bytes,
-    jit=(_mean_pool_kernel,),
     description="the same pooling with warps side by side: the sum stays in registers",
-)
-
-
-@triton.jit
-def _transpose_kernel(x_ptr, y_ptr, M, N, stride_xm, stride_ym, BLOCK: tl.constexpr):
-    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    x = tl.load(
-        x_ptr + rows[:, None] * stride_xm + cols[None, :],
-        mask=(rows[:, None] < M) & (cols[None, :] < N),
-    )
-    tl.store(
-        y_ptr + cols[:, None] * stride_ym + rows[None, :],
-        tl.trans(x),
-        mask=(cols[:, None] < N) & (rows[None, :] < M),
-    )
-
-
-def transpose(x: torch.Tensor) -> torch.Tensor:
-    """x.T, materialized (rows of x read with unit column stride)."""
-    x = x if x.stride(1) == 1 else x.contiguous()
-    M, N = x.shape
-    y = torch.empty((N, M), dtype=x.dtype, device=x.device)
-    block = 64
-    _transpose_kernel[(triton.cdiv(M, block), triton.cdiv(N, block))](
-        x, y, M, N, x.stride(0), y.stride(0), BLOCK=block, num_warps=WARPS
-    )
-    return y
-
-
-def _transpose_reference(x: torch.Tensor) -> torch.Tensor:
-    return x.t().contiguous()
-
-
-def _float64_inputs(shape, dtype, device):
-    """64-bit elements whatever dtype is asked (the spec declares none)."""
-    return (torch.randn(shape, dtype=torch.float64, device=device),)
-
-
-def _transpose_bytes(shape, esize: int) -> float:
-    return 2.0 * shape[0] * shape[1] * esize
-
-
-TRANSPOSE_SHAPES = {
-    "regular": [(64, 64), (128, 256)],
-    "irregular": [(33, 65), (1, 100), (100, 1)],
-    "bench": [(8192, 8192)],
-}
-
-BANK_CONFLICTS_B = KernelSpec(
-    name="pitfall_bank_conflicts_b",
-    kernel_fn=transpose,
-    reference_fn=_transpose_reference,
-    make_inputs=_pool_inputs,
-    shapes=TRANSPOSE_SHAPES,
-    dtypes=("float32",),
-    flops=lambda s: 0.0,
-    bytes_moved=_transpose_bytes,
-    jit=(_transpose_kernel,),
-    description="64 x 64 fp32 transpose through tl.trans: a layout change in shared memory",
-)
-
-BANK_CONFLICTS_C = KernelSpec(
-    name="pitfall_bank_conflicts_c",
-    kernel_fn=transpose,
-    reference_fn=_transpose_reference,
-    make_inputs=_float64_inputs,
-    shapes=TRANSPOSE_SHAPES,
-    dtypes=(),
-    tolerances={"float64": Tolerance(atol=0.0, rtol=0.0, rel_l2=0.0)},  # a copy is exact
-    flops=lambda s: 0.0,
-    bytes_moved=_transpose_bytes,
-    jit=(_transpose_kernel,),
-    description="64 x 64 float64 transpose through tl.trans: 64-bit accesses to the scratch",
+    **_SAME,
 )

@@ -19,8 +19,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.matmul import _matmul_inputs, _matmul_kernel, pointer_matmul
-from workbench.catalog.spec import MATMUL_TOLERANCES, KernelSpec
+from kernels.matmul import PLAIN_MATMUL, _matmul_kernel, pointer_matmul
+from workbench.catalog.spec import KernelSpec
 
 TILE = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}
 LAUNCH = {"num_warps": 4, "num_stages": 3}
@@ -77,16 +77,6 @@ def matmul_fp32_acc(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return c
 
 
-def _flops(shape) -> float:
-    m, n, k = shape
-    return 2.0 * m * n * k
-
-
-def _bytes(shape, esize: int) -> float:
-    m, n, k = shape
-    return float(m * k + k * n + m * n) * esize
-
-
 # M and N fixed, K growing: the error grows with the number of bf16 roundings, K / BLOCK_K.
 SHAPES = {
     "regular": [(128, 128, 256), (128, 128, 4096), (128, 128, 32768)],
@@ -94,19 +84,12 @@ SHAPES = {
     "bench": [(4096, 4096, 4096)],
 }
 DTYPES = ("bfloat16",)
-_SAME = {
-    "reference_fn": torch.matmul,
-    "make_inputs": _matmul_inputs,  # A scaled by 1/sqrt(K): C is O(1) at every K
-    "tolerances": MATMUL_TOLERANCES,
-    "flops": _flops,
-    "bytes_moved": _bytes,
-}
+# The library's matmul inputs scale A by 1/sqrt(K): C is O(1) at every K.
+_SAME = {**PLAIN_MATMUL, "shapes": SHAPES, "dtypes": DTYPES}
 
 BF16_ACC = KernelSpec(
     name="pitfall_bf16_acc",
     kernel_fn=matmul_bf16_acc,
-    shapes=SHAPES,
-    dtypes=DTYPES,
     jit=(_matmul_bf16_acc_kernel,),
     description="matmul summing in bf16 (acc += dot.to(bf16)): error grows with K",
     **_SAME,
@@ -115,8 +98,6 @@ BF16_ACC = KernelSpec(
 BF16_ACC_FIXED = KernelSpec(
     name="pitfall_bf16_acc_fixed",
     kernel_fn=matmul_fp32_acc,
-    shapes=SHAPES,
-    dtypes=DTYPES,
     jit=(_matmul_kernel,),
     description="the library's matmul on the same tile: fp32 accumulator, one cast at the store",
     **_SAME,

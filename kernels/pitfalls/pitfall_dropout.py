@@ -111,38 +111,35 @@ SHAPES = {
 }
 DTYPES = ("float32", "float16", "bfloat16")
 _SAME = {
+    "shapes": SHAPES,
+    "dtypes": DTYPES,
     "flops": lambda s: 2.0 * math.prod(s),
     "bytes_moved": lambda s, esize: 2.0 * math.prod(s) * esize,
+}
+# The two flawed kernels: tl.rand's stream, checked against torch's dropout.
+_RAND = {
+    **_SAME,
+    "reference_fn": _torch_dropout,
+    "make_inputs": _x_p_int_seed,
+    "jit": (_dropout_rand_kernel,),
 }
 
 DROPOUT_RNG = KernelSpec(
     name="pitfall_dropout_rng",
-    shapes=SHAPES,
-    dtypes=DTYPES,
     kernel_fn=dropout_rand,
-    reference_fn=_torch_dropout,
-    make_inputs=_x_p_int_seed,
-    jit=(_dropout_rand_kernel,),
     description="dropout with tl.rand checked against F.dropout: same distribution, other stream",
-    **_SAME,
+    **_RAND,
 )
 
 DROPOUT_SCALE = KernelSpec(
     name="pitfall_dropout_scale",
-    shapes=SHAPES,
-    dtypes=DTYPES,
     kernel_fn=dropout_rand_scaled_by_p,
-    reference_fn=_torch_dropout,
-    make_inputs=_x_p_int_seed,
-    jit=(_dropout_rand_kernel,),
     description="dropout scaling kept values by 1/p instead of 1/(1-p): wrong in distribution",
-    **_SAME,
+    **_RAND,
 )
 
 DROPOUT_RNG_FIXED = KernelSpec(
     name="pitfall_dropout_rng_fixed",
-    shapes=SHAPES,
-    dtypes=DTYPES,
     kernel_fn=dropout,
     reference_fn=dropout_reference,
     make_inputs=_x_p_seed,

@@ -27,17 +27,20 @@ _GELU_C = tl.constexpr(math.sqrt(2.0 / math.pi))
 
 
 @triton.jit
+def _apply(a, b, OP: tl.constexpr):
+    if OP == "add":
+        return a + b
+    return a * b
+
+
+@triton.jit
 def _binary_kernel(a_ptr, b_ptr, out_ptr, n, b_n, OP: tl.constexpr, BLOCK: tl.constexpr):
     """out = a OP b, b repeated every b_n elements (b_n = n, or one row broadcast down a)."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     a = tl.load(a_ptr + offs, mask=mask)
     b = tl.load(b_ptr + offs % b_n, mask=mask)
-    if OP == "add":
-        out = a + b
-    else:
-        out = a * b
-    tl.store(out_ptr + offs, out, mask=mask)
+    tl.store(out_ptr + offs, _apply(a, b, OP), mask=mask)
 
 
 @triton.jit
@@ -45,11 +48,7 @@ def _scalar_kernel(a_ptr, out_ptr, n, s, OP: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     a = tl.load(a_ptr + offs, mask=mask)
-    if OP == "add":
-        out = a + s
-    else:
-        out = a * s
-    tl.store(out_ptr + offs, out, mask=mask)
+    tl.store(out_ptr + offs, _apply(a, s, OP), mask=mask)
 
 
 @triton.jit
@@ -161,6 +160,8 @@ SHAPES = {
 }
 DTYPES = ("float32",)
 _SAME = {
+    "shapes": SHAPES,
+    "dtypes": DTYPES,
     "reference_fn": _reference,
     "make_inputs": _inputs,
     "flops": lambda s: 12.0 * LAYERS * s[0] * s[1],
@@ -170,8 +171,6 @@ _SAME = {
 LAUNCH_BOUND = KernelSpec(
     name="pitfall_launch_bound",
     kernel_fn=mlp_op_by_op,
-    shapes=SHAPES,
-    dtypes=DTYPES,
     jit=(_binary_kernel, _scalar_kernel, _tanh_kernel),
     description="3 residual GELU blocks on a small tensor, one launch per op (36)",
     **_SAME,
@@ -180,8 +179,6 @@ LAUNCH_BOUND = KernelSpec(
 LAUNCH_BOUND_FIXED = KernelSpec(
     name="pitfall_launch_bound_fixed",
     kernel_fn=mlp_fused,
-    shapes=SHAPES,
-    dtypes=DTYPES,
     jit=(_mlp_fused_kernel,),
     description="the same 3 blocks fused into one kernel",
     **_SAME,

@@ -70,6 +70,8 @@ SHAPES = {
 }
 DTYPES = ("float32", "float16", "bfloat16")
 _SAME = {
+    "shapes": SHAPES,
+    "dtypes": DTYPES,
     "reference_fn": _reference,
     "make_inputs": _x,
     "flops": lambda s: 2.0 * math.prod(s),
@@ -79,8 +81,6 @@ _SAME = {
 SMALL_GRID = KernelSpec(
     name="pitfall_small_grid",
     kernel_fn=clamp_few_programs,
-    shapes=SHAPES,
-    dtypes=DTYPES,
     jit=(_clamp_grid_stride_kernel,),
     description="clamp on a fixed 16 programs in a grid-stride loop: SMs left idle",
     **_SAME,
@@ -89,8 +89,6 @@ SMALL_GRID = KernelSpec(
 SMALL_GRID_FIXED = KernelSpec(
     name="pitfall_small_grid_fixed",
     kernel_fn=clamp,
-    shapes=SHAPES,
-    dtypes=DTYPES,
     jit=(_clamp_kernel,),
     description="clamp on one program per BLOCK: every SM busy",
     **_SAME,

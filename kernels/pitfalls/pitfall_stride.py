@@ -102,6 +102,9 @@ SHAPES = {
 }
 DTYPES = ("float32", "float16", "bfloat16")
 _SAME = {
+    "shapes": SHAPES,
+    "dtypes": DTYPES,
+    "noncontig": True,  # the strided cases are where the flawed one fails
     "reference_fn": _reference,
     "make_inputs": _inputs,
     "flops": lambda s: 2.0 * s[0] * s[1],
@@ -111,10 +114,7 @@ _SAME = {
 STRIDE = KernelSpec(
     name="pitfall_stride",
     kernel_fn=bias_relu_dense,
-    shapes=SHAPES,
-    dtypes=DTYPES,
     jit=(_bias_relu_dense_kernel,),
-    noncontig=True,  # the strided cases are where it fails
     description="relu(x + bias) addressing x as row * n_cols + col: wrong on strided inputs",
     **_SAME,
 )
@@ -122,10 +122,7 @@ STRIDE = KernelSpec(
 STRIDE_FIXED = KernelSpec(
     name="pitfall_stride_fixed",
     kernel_fn=bias_relu,
-    shapes=SHAPES,
-    dtypes=DTYPES,
     jit=(_bias_relu_kernel,),
-    noncontig=True,
     description="relu(x + bias) through the strides of x and bias",
     **_SAME,
 )

@@ -62,6 +62,8 @@ SHAPES = {
 }
 DTYPES = ("float32", "float16", "bfloat16")
 _SAME = {
+    "shapes": SHAPES,
+    "dtypes": DTYPES,
     "reference_fn": torch.nn.functional.silu,
     "make_inputs": _x,
     "flops": lambda s: 4.0 * math.prod(s),  # negate, exp, add, divide
@@ -71,8 +73,6 @@ _SAME = {
 TAIL = KernelSpec(
     name="pitfall_tail",
     kernel_fn=silu_floor_grid,
-    shapes=SHAPES,
-    dtypes=DTYPES,
     jit=(_silu_unmasked_kernel,),
     description="SiLU on n // BLOCK programs, unmasked: the last partial tile is never written",
     **_SAME,
@@ -81,8 +81,6 @@ TAIL = KernelSpec(
 TAIL_FIXED = KernelSpec(
     name="pitfall_tail_fixed",
     kernel_fn=silu,
-    shapes=SHAPES,
-    dtypes=DTYPES,
     jit=(_silu_kernel,),
     description="SiLU on cdiv(n, BLOCK) programs, masked loads and stores",
     **_SAME,

@@ -78,6 +78,9 @@ SHAPES = {
 }
 DTYPES = ("float32", "float16", "bfloat16")
 _SAME = {
+    "shapes": SHAPES,
+    "dtypes": DTYPES,
+    "jit": (_softmax_kernel,),
     "reference_fn": _reference,
     "make_inputs": _x,
     "flops": lambda s: 5.0 * math.prod(s),
@@ -87,9 +90,6 @@ _SAME = {
 WIDE_ROWS = KernelSpec(
     name="pitfall_wide_rows",
     kernel_fn=softmax_fixed_block,
-    shapes=SHAPES,
-    dtypes=DTYPES,
-    jit=(_softmax_kernel,),
     description="row softmax with BLOCK=1024 and no loop: rows wider than 1024 go wrong",
     **_SAME,
 )
@@ -97,9 +97,6 @@ WIDE_ROWS = KernelSpec(
 WIDE_ROWS_FIXED = KernelSpec(
     name="pitfall_wide_rows_fixed",
     kernel_fn=softmax,
-    shapes=SHAPES,
-    dtypes=DTYPES,
-    jit=(_softmax_kernel,),
     description="row softmax with the block sized to the row (next power of two)",
     **_SAME,
 )

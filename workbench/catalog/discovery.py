@@ -2,7 +2,7 @@
 
 Importing a kernel module imports torch and triton, which takes seconds; listing must not. So
 the catalog comes from the source: `KernelSpec(...)` calls with literal fields (or module-level
-names bound to literals), or the three
+names bound to literals, or fields spread from a module-level dict: `**SHARED`), or the three
 names of the kernel-writing contract (`kernel_fn`, `reference_fn`, `get_inputs`). Syntax errors
 and top-level imports of missing packages are found here too; anything else that breaks at
 import time is reported by the child process that imports the module (`workbench.catalog.loader`).
@@ -176,7 +176,7 @@ def spec_keyword(tree: ast.Module, spec_name: str, key: str) -> ast.expr | None:
     names = module_constants(tree)
     for call in spec_calls(tree):
         if _spec_name(call, names) == spec_name:
-            return _keywords(call).get(key)
+            return _keywords(call, names).get(key)
     return None
 
 
@@ -200,12 +200,37 @@ def module_constants(tree: ast.Module) -> dict[str, ast.expr]:
     return {k: v for k, v in bound.items() if k not in rebound}
 
 
-def _keywords(call: ast.Call) -> dict[str, ast.expr]:
-    return {k.arg: k.value for k in call.keywords if k.arg}
+def _keywords(call: ast.Call, names: dict[str, ast.expr]) -> dict[str, ast.expr]:
+    """The call's keyword arguments, those spread from module-level dicts (`**SHARED`) included:
+    twins declare what they share once."""
+    out: dict[str, ast.expr] = {}
+    for k in call.keywords:
+        if k.arg:
+            out[k.arg] = k.value
+        else:
+            out.update(_dict_fields(k.value, names, depth=0))
+    return out
+
+
+def _dict_fields(node: ast.expr, names: dict[str, ast.expr], depth: int) -> dict[str, ast.expr]:
+    """The string-keyed entries of a dict display, or of the module-level name bound to one,
+    following `**OTHER` inside it; {} when the source does not say."""
+    if depth > 8:  # names bound to each other in a cycle
+        return {}
+    if isinstance(node, ast.Name) and node.id in names:
+        return _dict_fields(names[node.id], names, depth + 1)
+    out: dict[str, ast.expr] = {}
+    if isinstance(node, ast.Dict):
+        for k, v in zip(node.keys, node.values):
+            if k is None:
+                out.update(_dict_fields(v, names, depth + 1))
+            elif isinstance(k, ast.Constant) and isinstance(k.value, str):
+                out[k.value] = v
+    return out
 
 
 def _spec_name(call: ast.Call, names: dict[str, ast.expr]) -> object:
-    named = _literal(_keywords(call).get("name"), names)
+    named = _literal(_keywords(call, names).get("name"), names)
     return named or (_literal(call.args[0], names) if call.args else None)
 
 
@@ -257,7 +282,7 @@ def _evaluate(node: ast.AST, names: dict[str, ast.expr]) -> object:
 
 
 def _entry(call: ast.Call, file: str, names: dict[str, ast.expr]) -> KernelEntry:
-    kw = _keywords(call)
+    kw = _keywords(call, names)
     name = _spec_name(call, names)
     shapes = _literal(kw.get("shapes"), names)
     dtypes = _literal(kw.get("dtypes"), names)

@@ -40,6 +40,7 @@ ORDER = (
     "stall-dominant",
     "ncu-rule",
 )
+"""Every finding this module makes, in the order one launch's are listed."""
 RULE_PEERS = {
     "TheoreticalOccupancy": "low-occupancy",
     "AchievedOccupancy": "occupancy-gap",
@@ -92,16 +93,7 @@ def kernel_findings(k: dict, uses_dot: bool = False) -> list[Finding]:
     return found + ([rule] if rule else [])
 
 
-@detector(
-    "register-spill",
-    "smem-bank-conflicts",
-    "uncoalesced-access",
-    "grid-too-small",
-    "low-occupancy",
-    "occupancy-gap",
-    "stall-dominant",
-    "ncu-rule",
-)
+@detector(*ORDER)
 def ncu_findings(facts: Facts) -> list[Finding]:
     """Every launch of the facts' ncu summary; the compile's tl.dot marks its launches as a
     tile kernel's when they are all of one kernel (else each launch's hot lines say)."""
