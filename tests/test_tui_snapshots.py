@@ -5,6 +5,7 @@ report of a mismatch (snapshot_report.html) shows both side by side."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import time
 
@@ -60,8 +61,19 @@ def stored(monkeypatch, tmp_path):
     folder.mkdir()
     (folder / "profile.json").write_text(json.dumps(summary, default=str))
     _record("profile-import", "pitfall_spill", None, artifacts=str(folder))
+    _record("diagnose", "pitfall_spill", _h100_diagnosis("pitfall_spill"))
     yield
     time.tzset()
+
+
+def _h100_diagnosis(name: str) -> dict:
+    """The diagnosis of the kernel's facts gathered on the H100 (its whole catalog's fixture)."""
+    from workbench.diagnosis import diagnose
+    from workbench.diagnosis.facts import Facts
+
+    with gzip.open(FIXTURES / "diagnose_h100" / "facts_h100.json.gz", "rt") as f:
+        facts = json.load(f)[name]["facts"]
+    return diagnose(Facts.from_dict(facts)).to_dict()
 
 
 async def _shown(pilot, kernel: str, *keys: str) -> None:  # type: ignore[no-untyped-def]
@@ -98,6 +110,10 @@ def test_sweep_tab(snap_compare):
 
 def test_profile_tab(snap_compare):
     assert _matches(snap_compare, "pitfall_spill", "6")
+
+
+def test_diagnosis_tab(snap_compare):
+    assert _matches(snap_compare, "pitfall_spill", "7")
 
 
 def test_history_tab(snap_compare):
