@@ -62,6 +62,8 @@ def stored(monkeypatch, tmp_path):
     (folder / "profile.json").write_text(json.dumps(summary, default=str))
     _record("profile-import", "pitfall_spill", None, artifacts=str(folder))
     _record("diagnose", "pitfall_spill", _h100_diagnosis("pitfall_spill"))
+    ir = json.loads((FIXTURES / "ir_gpu_resources_pitfall_spill.json").read_text())["result"]
+    _record("ir", "pitfall_spill", ir)
     yield
     time.tzset()
 
@@ -110,6 +112,10 @@ def test_sweep_tab(snap_compare):
 
 def test_profile_tab(snap_compare):
     assert _matches(snap_compare, "pitfall_spill", "6")
+
+
+def test_resources_tab(snap_compare):
+    assert _matches(snap_compare, "pitfall_spill", "3")
 
 
 def test_diagnosis_tab(snap_compare):
