@@ -90,6 +90,15 @@ async def _shown(pilot, kernel: str, *keys: str) -> None:  # type: ignore[no-unt
     await app.workers.wait_for_complete()
     await pilot.pause()
     app.clear_notifications()
+    # a pane fills its tables from a thread, and their column widths settle a refresh after the
+    # rows land: wait until two frames in a row are the same
+    before = None
+    for _ in range(40):
+        await pilot.pause(0.05)
+        now = app.export_screenshot()
+        if now == before:
+            break
+        before = now
 
 
 def _matches(snap_compare, kernel: str, *keys: str) -> bool:  # type: ignore[no-untyped-def]

@@ -52,7 +52,13 @@ class DiagnosisPane(Pane):
         self.diagnosis, self.findings = result, list(result.findings)
         self.query_one("#diagnosis-steps", Static).update("")  # the head has the roofline
         table = self.query_one(DataTable)
-        for f, cells in zip(self.findings, finding_rows(self.findings)):
+        rows = finding_rows(self.findings)
+        # Columns sized from the rows up front: widths grown row by row left the header drawn
+        # at its labels' widths now and then.
+        table.clear(columns=True)
+        for i, head in enumerate(FINDING_HEADERS):
+            table.add_column(head, width=max([len(head), *(len(str(r[i])) for r in rows)]))
+        for f, cells in zip(self.findings, rows):
             style = SEVERITY_STYLE.get(f.severity, "")
             table.add_row(cells[0], Text(cells[1], style), *cells[2:])
         self._show_detail(0)
