@@ -31,6 +31,7 @@ def pytest_collection_modifyitems(config, items) -> None:
 @pytest.fixture(autouse=True)
 def _reports(tmp_path, monkeypatch, request):
     monkeypatch.setenv("WORKBENCH_REPORTS", str(tmp_path / "reports"))
+    monkeypatch.setenv("WORKBENCH_SCAN_CACHE", str(tmp_path / "scan.json"))
     gpu = "gpu" in request.keywords
     monkeypatch.setenv(
         "WORKBENCH_DEVICE", "cuda" if gpu else os.environ.get("WORKBENCH_DEVICE", "cpu")

@@ -61,3 +61,27 @@ def test_spec_fields_spread_from_a_module_level_dict(tmp_path):
     # a spread of anything but a dict display says nothing: the fields read as not literal
     opaque = catalog.find("opaque")
     assert opaque.shapes is None and opaque.dtypes is None
+
+
+def test_a_second_discovery_reads_unchanged_files_from_the_scan_cache(tmp_path, monkeypatch):
+    import ast
+
+    module = tmp_path / "shared.py"
+    module.write_text(textwrap.dedent(_MODULE))
+    (tmp_path / "broken.py").write_text("import no_such_package_here\nkernel_fn = 1\n")
+    first = discover([str(tmp_path)])
+    assert [p.kind for p in first.problems] == ["missing-package"]
+
+    def no_parse(*args, **kwargs):  # noqa: ANN002, ANN003
+        raise AssertionError("parsed again")
+
+    with monkeypatch.context() as m:
+        m.setattr(ast, "parse", no_parse)
+        (tmp_path / "broken.py").unlink()  # (a module with a problem is never cached)
+        again = discover([str(tmp_path)])
+    assert again.kernels == first.kernels and not again.problems
+    module.write_text(textwrap.dedent(_MODULE).replace('"shared_a"', '"renamed_a"'))
+    edited = discover([str(tmp_path)])
+    assert [k.name for k in edited.kernels] == ["renamed_a", "shared_b"]
+    (tmp_path / "scan.json").write_text("{not json")  # a damaged cache is read as none
+    assert discover([str(tmp_path)]).kernels == edited.kernels
