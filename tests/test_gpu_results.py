@@ -13,7 +13,8 @@ from conftest import FIXTURES
 from workbench.cache import findings, scan
 from workbench.runtime.errors import WorkbenchError
 from workbench.sweep import analysis
-from workbench.views.sweep import rows_of, shared_values
+from workbench.views.sweep import rows_of
+from workbench.views.text import shared_values
 
 H100 = json.loads((FIXTURES / "sweep_h100_matmul16.json").read_text())["result"]
 H200X2 = json.loads((FIXTURES / "sweep_h200x2_matmul64.json").read_text())["result"]
@@ -52,7 +53,7 @@ def test_h100_sweep_ranks_explains_and_picks_the_set_to_paste():
     same = [r for r in slower if occupancy(r) == occupancy(best)]
     assert same and all("no static reason" in why[r["label"]] for r in same)
     cells = rows_of(result["rows"])
-    shared = shared_values(result["rows"])
+    shared = shared_values([r.get("values") for r in result["rows"]])
     own = cells[0][1].split(",")
     assert cells[0][4] == "1.00x" and shared
     assert all(f"{k}={v}" not in own for k, v in shared.items())

@@ -18,7 +18,7 @@ from pathlib import Path
 from workbench.bench import history
 from workbench.bench import report as benchreport
 from workbench.bench.result import BenchRecord, BenchResult
-from workbench.loop.trial import alternatives
+from workbench.loop.trial import Trial, alternatives
 from workbench.profilers.saved import PROFILE_KINDS
 from workbench.report import collect, plots
 from workbench.report.collect import UNREADABLE, Found, Kernel
@@ -454,10 +454,8 @@ class _Builder:
             self.add(para(f"Speed-up {t['speedup']:.2f}x; kept: ", Code(str(kept)), "."))
         else:
             self.add(para("No correct candidate was faster; kept: ", Code(str(kept)), "."))
-        kept_ms = (t.get("kept") or t["before"]).get("ms")
-        for p in t.get("peers") or []:
-            if p.get("ms") and kept_ms and p.get("correct"):
-                self.add(para(f"Kept vs {p['label']}: {p['ms'] / kept_ms:.2f}x."))
+        for ratio in diagview.peer_ratios(Trial.from_dict(t)):
+            self.add(para(f"Kept vs {ratio}."))
 
     def history(self) -> None:
         runs, _ = self.k.runs(("bench",))  # a store problem was shown with the bench part

@@ -10,7 +10,7 @@ from typing import Any
 from workbench.diagnosis.facts import Diagnosis
 from workbench.diagnosis.finding import Finding
 from workbench.loop.trial import Side, Trial, alternatives
-from workbench.views.text import fmt, table
+from workbench.views.text import fmt, kv, shared_values, short_label, table
 
 FINDING_HEADERS = ("#", "severity", "gain", "pitfall", "where")
 EVIDENCE_SKIP = (
@@ -131,7 +131,8 @@ def diagnosis_text(d: Diagnosis, name: str, paths: list[str]) -> str:
 
 
 def trial_text(t: Trial) -> str:
-    same = _shared(t.before, t.after)
+    configs = [t.before.values, t.after.values] if t.after else []
+    same = shared_values(configs) if all(configs) else {}
     rows = [("before", _label(t.before, same), fmt(t.before.ms, 4), _yes(t.before.correct))]
     if t.after:
         rows.append(("after", _label(t.after, same), fmt(t.after.ms, 4), _yes(t.after.correct)))
@@ -142,31 +143,24 @@ def trial_text(t: Trial) -> str:
         lines.append(f"speed-up {t.speedup:.2f}x; kept: {(t.kept or t.before).label}")
     else:
         lines.append(f"no correct candidate was faster; kept: {t.before.label}")
-    kept = t.kept or t.before
-    lines += [
-        f"kept vs {p.label}: {p.ms / kept.ms:.2f}x"
-        for p in t.peers
-        if p.ms and kept.ms and p.correct
-    ]
+    lines += [f"kept vs {p}" for p in peer_ratios(t)]
     if same:
-        lines.append("both: " + ",".join(f"{k}={v}" for k, v in same.items()))
+        lines.append(f"both: {kv(same)}")
     failed = [c for c in t.candidates if c.get("status") not in ("ok", None)]
     for c in failed:
         lines.append(f"  {c['label']}: {c['status']} {c.get('why') or ''}".rstrip())
     return "\n".join(lines)
 
 
-def _shared(before: Side, after: Side | None) -> dict:
-    """The config values both sides have alike: said once, so the rows show what changed."""
-    if after is None or not before.values or not after.values:
-        return {}
-    return {k: v for k, v in before.values.items() if k in after.values and after.values[k] == v}
+def peer_ratios(t: Trial) -> list[str]:
+    """ "PEER: N.NNx" for each correct peer timed beside the trial: how much faster the kept way
+    runs than what a user would run instead."""
+    kept = t.kept or t.before
+    return [f"{p.label}: {p.ms / kept.ms:.2f}x" for p in t.peers if p.ms and kept.ms and p.correct]
 
 
 def _label(side: Side, same: dict) -> str:
-    if not same or not side.values:
-        return side.label
-    return ",".join(f"{k}={v}" for k, v in side.values.items() if k not in same) or side.label
+    return short_label(side.values, side.label, same)
 
 
 def _yes(flag: bool | None) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from workbench.sweep import analysis
-from workbench.views.text import fmt
+from workbench.views.text import fmt, kv, shared_values, short_label
 
 HEADERS = (
     "#",
@@ -26,31 +26,15 @@ def table_order(rows: list[dict]) -> list[dict]:
     return analysis.ranked(rows) + [r for r in rows if r["status"] != analysis.TIMED]
 
 
-def shared_values(rows: list[dict]) -> dict:
-    """The config values every row has alike: said once above the table, not in every row."""
-    if len(rows) < 2:
-        return {}
-    values = [r.get("values") or {} for r in rows]
-    return {k: v for k, v in values[0].items() if all(k in o and o[k] == v for o in values)}
-
-
 def shared_text(rows: list[dict]) -> str:
-    shared = shared_values(rows)
-    return "every config: " + ",".join(f"{k}={v}" for k, v in shared.items()) if shared else ""
-
-
-def short_label(row: dict, shared: dict) -> str:
-    """The row's label without the values all rows share (those made labels too wide to tell
-    configs apart)."""
-    values = row.get("values")
-    if not shared or not values:
-        return row["label"]
-    return ",".join(f"{k}={v}" for k, v in values.items() if k not in shared) or "as shared"
+    """What every config of a sweep's rows shares, said once above its table."""
+    shared = shared_values([r.get("values") for r in rows])
+    return f"every config: {kv(shared)}" if shared else ""
 
 
 def rows_of(rows: list[dict], short: bool = True) -> list[tuple]:
     """Table rows, in `table_order`; `short` drops the values they share (see `shared_text`)."""
-    shared = shared_values(rows) if short else {}
+    shared = shared_values([r.get("values") for r in rows]) if short else {}
     order = table_order(rows)
     best = order[0]["ms"] if order and order[0]["status"] == analysis.TIMED else None
     out = []
@@ -60,7 +44,7 @@ def rows_of(rows: list[dict], short: bool = True) -> list[tuple]:
         out.append(
             (
                 i + 1 if r["status"] == analysis.TIMED else "-",
-                short_label(r, shared),
+                short_label(r.get("values"), r["label"], shared),
                 r["status"],
                 fmt(r.get("ms"), 4),
                 f"{r['ms'] / best:.2f}x" if best and r.get("ms") else "-",
