@@ -50,6 +50,6 @@ def test_device_names_make_safe_file_names(tmp_path, monkeypatch) -> None:
 
 def test_nothing_is_held_off_the_gpu(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv(gpu_lock.LOCKS_ENV, str(tmp_path))
-    with gpu_lock.timing_gpu("cpu"):
+    with gpu_lock.alone("cpu"):
         pass
     assert not list(tmp_path.iterdir())

@@ -56,7 +56,7 @@ def get(refresh: bool = False, emit: Emit | None = None) -> Ceilings:
     if found:
         return found
     # Under the GPU's lock, and read again there: runs started together measure once.
-    with gpu_lock.timing_gpu("cuda"):
+    with gpu_lock.alone("cuda"):
         found = None if refresh else _cached(path, key)
         if found:
             return found

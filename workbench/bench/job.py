@@ -149,7 +149,7 @@ def _time(
         else None
     )
     esize = tdtype.itemsize if tdtype is not None else _element_size(sets[0])
-    with gpu_lock.timing_gpu(device):
+    with gpu_lock.alone(device):
         ms, p20, p80 = time_rotating(spec.kernel_fn, sets)
         timings = Timings(
             ms=ms,

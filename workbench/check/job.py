@@ -101,7 +101,7 @@ def _run_case(
 ) -> None:
     start = time.perf_counter()
     try:
-        with gpu_lock.timing_gpu(device):  # a check's kernels would skew another run's timing
+        with gpu_lock.alone(device):  # a check's kernels would skew another run's timing
             _compare_case(spec, case, shape, dtype, layout, device)
     except WorkbenchError as exc:
         case.status, case.problem = "error", exc.problem.to_dict()

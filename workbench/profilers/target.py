@@ -83,7 +83,7 @@ def _profile(spec: KernelSpec, params: dict, ctx: Any, nvtx: Any) -> dict:
         prepared.append((name, config, args, time.perf_counter() - start))
     ranges = []
     # The profiler replays and times the ranges' kernels: alone on the GPU (see gpu_lock).
-    with gpu_lock.timing_gpu(ctx.device, lambda path: _waiting(ctx, path)):
+    with gpu_lock.alone(ctx.device, lambda path: _waiting(ctx, path)):
         if cuda:
             torch.cuda.profiler.start()  # nsys -c cudaProfilerApi records from here
         for name, config, args, warm_s in prepared:

@@ -62,7 +62,7 @@ def exclusive(device_key: str, on_wait: Callable[[str], None] | None = None) -> 
 
 
 @contextlib.contextmanager
-def timing_gpu(device: str, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+def alone(device: str, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
     """`exclusive` for a CUDA device; nothing to hold on the CPU (the interpreter times nothing)."""
     if not device.startswith("cuda"):
         yield

@@ -209,7 +209,7 @@ class Sweep:
                     row.update(status="wrong", reason=f"wrong result: {case.reason}")
                     return
                 best = bench["best"]
-                with gpu_lock.timing_gpu(self.ctx.device):
+                with gpu_lock.alone(self.ctx.device):
                     row.update(adaptive_ms(call, best))
                 bench["best"] = row["ms"] if best is None else min(best, row["ms"])
         except Exception as exc:  # noqa: BLE001 - a failing config is a row; the next one runs
