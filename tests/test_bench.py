@@ -60,6 +60,11 @@ def test_bench_without_gpu_refuses_plainly_and_starts_nothing(argv, _reports):
     assert not _reports.exists()  # no child ran: no run folder, no store
 
 
+def test_an_unknown_kernel_is_named_before_the_missing_gpu(capsys):
+    assert main(["bench", "nosuch", "--graph"]) == 2
+    assert "no kernel named 'nosuch'" in capsys.readouterr().err
+
+
 def test_bench_refusal_as_json(capsys):
     assert main(["bench", "vector_add", "--json"]) == 2
     error = json.loads(capsys.readouterr().out)["error"]

@@ -94,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
             "--shape applies to one kernel, and --all benchmarks many",
             "drop --shape (each kernel's bench shapes are used), or name one kernel",
         )
+    catalog = discover(args.path)
+    entry = None if args.all else catalog.find(args.name)  # an unknown name is said first
     if not machine.has_gpu():
         raise fail(
             "needs-gpu",
@@ -107,10 +109,9 @@ def run(args: argparse.Namespace) -> int:
         "launches": args.graph,
         "refresh_ceilings": args.refresh_ceilings,
     }
-    catalog = discover(args.path)
-    if args.all:
+    if entry is None:
         return _run_all(catalog.kernels, catalog.problems, params, args)
-    return _run_one(catalog.find(args.name), params, args)
+    return _run_one(entry, params, args)
 
 
 def _run_one(entry: KernelEntry, params: dict, args: argparse.Namespace) -> int:
