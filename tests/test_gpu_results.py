@@ -13,6 +13,7 @@ from conftest import FIXTURES
 from workbench.cache import findings, scan
 from workbench.runtime.errors import WorkbenchError
 from workbench.sweep import analysis
+from workbench.sweep.result import SweepResult
 from workbench.views.sweep import rows_of
 from workbench.views.text import shared_values
 
@@ -21,27 +22,34 @@ H200X2 = json.loads((FIXTURES / "sweep_h200x2_matmul64.json").read_text())["resu
 CACHE = FIXTURES / "cache_gpu"
 
 
-def _fresh(result: dict) -> dict:
-    """The result as its job left it: rows without explanations, nothing summarized."""
+def _fresh(result: dict) -> SweepResult:
+    """The result as its job recorded it (rows without explanations), read back: explained anew."""
     raw = copy.deepcopy(result)
-    for key in ("shapes", "minimal_set", "summary"):
-        raw.pop(key, None)
     for row in raw["rows"]:
         row.pop("why", None)
-    return raw
+    return SweepResult.from_dict(raw)
+
+
+@pytest.mark.parametrize("printed", [H100, H200X2], ids=["h100", "h200x2-merged"])
+def test_gpu_sweep_results_read_back_as_printed(printed):
+    result = SweepResult.from_dict(copy.deepcopy(printed))
+    assert SweepResult.from_dict(result.to_dict()) == result
+    # all but the rows' explanations, which are today's (worded anew since the GPU host ran)
+    unexplained = lambda d: {**d, "rows": [{**r, "why": ""} for r in d["rows"]]}  # noqa: E731
+    assert unexplained(result.to_dict()) == unexplained(printed)
 
 
 def test_h100_sweep_ranks_explains_and_picks_the_set_to_paste():
-    result = analysis.summarize(_fresh(H100))
-    [(shape, info)] = result["shapes"].items()
-    timed = [r for r in result["rows"] if r["status"] == analysis.TIMED]
+    result = _fresh(H100)
+    [(shape, info)] = result.shapes.items()
+    timed = [r for r in result.rows if r["status"] == analysis.TIMED]
     assert len(timed) == 16 and info["ranked"][0] == info["best"]
     best = min(timed, key=lambda r: r["ms"])
     assert info["best"] == best["label"] == H100["shapes"][shape]["best"]
     assert info["ranked"] == H100["shapes"][shape]["ranked"]
     # a single config is within 5% of the best at one shape: that is the list to paste
-    assert result["minimal_set"]["labels"] == [best["label"]]
-    why = {r["label"]: r["why"] for r in result["rows"]}
+    assert result.minimal_set["labels"] == [best["label"]]
+    why = {r["label"]: r["why"] for r in result.rows}
     assert why[best["label"]] == "best"
     slowest = max(timed, key=lambda r: r["ms"])
     assert why[slowest["label"]].startswith(f"{round(100 * (slowest['ms'] / best['ms'] - 1))}%")
@@ -52,8 +60,8 @@ def test_h100_sweep_ranks_explains_and_picks_the_set_to_paste():
     # as low as the winner's is no reason: those are left to a profile
     same = [r for r in slower if occupancy(r) == occupancy(best)]
     assert same and all("no static reason" in why[r["label"]] for r in same)
-    cells = rows_of(result["rows"])
-    shared = shared_values([r.get("values") for r in result["rows"]])
+    cells = rows_of(result.rows)
+    shared = shared_values([r.get("values") for r in result.rows])
     own = cells[0][1].split(",")
     assert cells[0][4] == "1.00x" and shared
     assert all(f"{k}={v}" not in own for k, v in shared.items())
@@ -62,15 +70,14 @@ def test_h100_sweep_ranks_explains_and_picks_the_set_to_paste():
 
 
 def test_triton_pick_within_noise_raises_no_disagreement():
-    result = analysis.summarize(_fresh(H100))
-    info = next(iter(result["shapes"].values()))
+    info = next(iter(_fresh(H100).shapes.values()))
     assert info["triton"]["label"] and info["finding"] == ""
     # the same pick made 20% slower than the best is a finding
     slow = _fresh(H100)
-    shape = next(iter(slow["triton"]))
-    loser = max((r for r in slow["rows"] if r["status"] == analysis.TIMED), key=lambda r: r["ms"])
-    slow["triton"][shape]["label"] = loser["label"]
-    info = next(iter(analysis.summarize(slow)["shapes"].values()))
+    shape = next(iter(slow.triton))
+    loser = max((r for r in slow.rows if r["status"] == analysis.TIMED), key=lambda r: r["ms"])
+    slow.triton[shape]["label"] = loser["label"]
+    info = next(iter(analysis.summarize(slow).shapes.values()))
     assert "Triton's autotuner picked" in info["finding"]
 
 
@@ -80,19 +87,19 @@ def test_shards_of_two_h200s_merge_and_other_models_are_refused():
     assert len({r["label"] for r in rows}) == 64
     half = len(rows) // 2
     shards = [
-        {**_fresh(H200X2), "rows": copy.deepcopy(part), "gpu_index": str(i), "timings": t}
+        _fresh({**H200X2, "rows": part, "gpu_index": str(i), "timings": t, "shards": None})
         for i, (part, t) in enumerate(
             [(rows[:half], {"timing_s": 1.0}), (rows[half:], {"timing_s": 0.8})]
         )
     ]
     merged = analysis.merge(shards)
-    assert merged["summary"]["configs"] == 64 and merged["timings"]["timing_s"] == 1.0
+    assert merged.summary["configs"] == 64 and merged.timings["timing_s"] == 1.0
     assert (
-        next(iter(merged["shapes"].values()))["best"]
+        next(iter(merged.shapes.values()))["best"]
         == H200X2["summary"]["best"][next(iter(H200X2["summary"]["best"]))]
     )
     with pytest.raises(WorkbenchError) as refused:
-        analysis.merge([shards[0], {**_fresh(H100), "gpu_index": "1"}])
+        analysis.merge([shards[0], _fresh({**H100, "gpu_index": "1"})])
     assert refused.value.problem.kind == "mixed-gpus"
 
 
@@ -131,7 +138,7 @@ def test_a_gpu_written_autotune_file_is_read_with_its_served_config():
 def test_the_sweep_report_says_how_to_profile_an_unexplained_loser(capsys):
     from workbench.cli.sweep import show
 
-    show(analysis.summarize(_fresh(H100)), ["benchmarks/sweep_matmul16.py"])
+    show(_fresh(H100), ["benchmarks/sweep_matmul16.py"])
     out = capsys.readouterr().out
     [hint] = [line for line in out.splitlines() if line.startswith("profile one")]
     first = next(r for r in H100["rows"] if r["label"] in hint)
@@ -148,9 +155,9 @@ def test_a_merged_two_gpu_sweep_is_recorded_in_the_store(tmp_path):
     from workbench.sweep import spread
 
     entry = KernelEntry(name="matmul16", file="benchmarks/sweep_matmul16.py", line=0)
-    result = copy.deepcopy(H200X2)
+    result = _fresh(H200X2)
     spread._record(entry, {"space": "space64.json"}, result, tmp_path)
     [run] = Store().history("matmul16", kind="sweep")
     assert run.status == "ok" and run.params["merged_from"] == ["0", "1"]
     assert run.seconds == pytest.approx(H200X2["timings"]["total_s"], abs=1e-3)
-    assert "store_problem" not in result
+    assert result.store_problem is None and SweepResult.from_dict(run.result) == result

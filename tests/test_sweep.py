@@ -15,6 +15,7 @@ from workbench.catalog.discovery import discover
 from workbench.run import jobs
 from workbench.runtime.errors import WorkbenchError
 from workbench.sweep import analysis, space
+from workbench.sweep.result import SweepResult
 from workbench.tui.tabs.sweep import SweepPane
 from workbench.views.actions import Finished, sweep_lines
 
@@ -54,6 +55,14 @@ def test_own_configs_of_a_plain_autotune_module_compile_with_resources(three_nam
     assert bad["status"] == "failed" and bad["problem"]["kind"] == "compile-error"
     assert "power of 2" in bad["why"]
     assert result["summary"]["failed"] == 1 and result["complete"]
+
+
+def test_the_result_reads_back_as_the_cli_printed_it(three_name):
+    printed = three_name["result"]
+    result = SweepResult.from_dict(printed)
+    assert result.to_dict() == printed
+    assert SweepResult.from_dict(result.to_dict()) == result
+    assert result.summary["failed"] == 1 and len(result.rows) == 3 and result.plot is None
 
 
 def test_a_file_space_prunes_what_cannot_fit_and_records_what_cannot_compile():
@@ -173,30 +182,31 @@ def test_losers_are_explained_from_their_facts():
     assert "within noise" in analysis.explain(close, best)
 
 
+def _result(**recorded) -> SweepResult:
+    """A GPU sweep's result read back from what its job recorded."""
+    head = dict(kernel="k", mode="gpu", arch="sm_90", gpu="NVIDIA H200", gpu_index=None)
+    head |= dict(triton_version="3.4.0", dtype="float16", space="own", jobs=2, shard=None)
+    return SweepResult.from_dict(head | recorded)
+
+
 def test_triton_disagreement_beyond_noise_is_a_finding():
     rows = [_timed([1], "a", 1.0), _timed([1], "b", 1.3)]
-    result = {"rows": rows, "triton": {"1": {"label": "b"}}}
-    assert "30% slower than a" in analysis.summarize(result)["shapes"]["1"]["finding"]
-    result = {
-        "rows": [_timed([1], "a", 1.0), _timed([1], "b", 1.01)],
-        "triton": {"1": {"label": "b"}},
-    }
-    assert analysis.summarize(result)["shapes"]["1"]["finding"] == ""
+    result = _result(rows=rows, triton={"1": {"label": "b"}})
+    assert "30% slower than a" in result.shapes["1"]["finding"]
+    result = _result(rows=[_timed([1], "a", 1.0), _timed([1], "b", 1.01)], triton=result.triton)
+    assert result.shapes["1"]["finding"] == ""
 
 
 def test_merge_refuses_mixed_gpu_models_and_joins_one_model():
-    one = {
-        "kernel": "k",
-        "gpu": "NVIDIA H200",
-        "rows": [_timed([1], "a", 1.0)],
-        "complete": True,
-        "timings": {"sweep_s": 2.0},
-    }
-    two = {**one, "rows": [_timed([1], "b", 0.9)], "timings": {"sweep_s": 3.0}}
+    one = _result(rows=[_timed([1], "a", 1.0)], complete=True, timings={"sweep_s": 2.0})
+    two = _result(rows=[_timed([1], "b", 0.9)], complete=True, timings={"sweep_s": 3.0})
     merged = analysis.merge([one, two])
-    assert merged["shapes"]["1"]["best"] == "b" and merged["timings"]["sweep_s"] == 3.0
+    assert merged.shapes["1"]["best"] == "b" and merged.timings["sweep_s"] == 3.0
+    assert [s["rows"] for s in merged.shards or []] == [1, 1] and merged.complete
+    assert SweepResult.from_dict(merged.to_dict()) == merged
+    two.gpu = "NVIDIA H100 80GB HBM3"
     with pytest.raises(WorkbenchError, match="different GPU models"):
-        analysis.merge([one, {**two, "gpu": "NVIDIA H100 80GB HBM3"}])
+        analysis.merge([one, two])
 
 
 async def test_sweep_pane_shows_live_rows_and_a_finished_sweep(three_name):
@@ -221,9 +231,9 @@ async def test_sweep_pane_shows_live_rows_and_a_finished_sweep(three_name):
             else r
             for r in result["rows"]
         ]
-        done = {k: v for k, v in result.items() if k != "shapes"} | {"rows": rows}
+        done = SweepResult.from_dict(result | {"rows": rows})
         pane.clear()  # what Pane.show does before it renders a finished result
-        pane.render_result(done, Finished("sweep", "sweep_three_name", "ok"))
+        pane.render_result(done.to_dict(), Finished("sweep", "sweep_three_name", "ok"))
         notes = sweep_lines(done)
         assert notes[0].startswith("sweep sweep_three_name: 3 config(s) x 1 shape(s)")
         assert notes[1].startswith("best")

@@ -20,6 +20,7 @@ from workbench.run import machine
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import parse_shape
 from workbench.sweep import analysis, plot, spread
+from workbench.sweep.result import SweepResult
 from workbench.sweep.space import SPACES, autotune_snippet
 from workbench.views.sweep import HEADERS, rows_of, shared_text
 from workbench.views.text import print_json, print_problem, table
@@ -92,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
         cancel.set()
         raise
     if args.json:
-        print_json({"result": result, "runs": [o.to_dict() for o in outcomes]})
+        runs = [o.to_dict() for o in outcomes]
+        print_json({"result": result.to_dict() if result else None, "runs": runs})
     elif result:
         show(result, args.path)
     for o in outcomes:
@@ -101,8 +103,8 @@ def run(args: argparse.Namespace) -> int:
     if result is None:
         return 2
     print(f"results (sweep.json, sweep.png when timed) in {outcomes[-1].run_dir}", file=sys.stderr)
-    bad = sum(result["summary"].get(k, 0) for k in analysis.FAILED)
-    return 1 if bad or not result.get("complete") else 0
+    bad = sum(result.summary.get(k, 0) for k in analysis.FAILED)
+    return 1 if bad or not result.complete else 0
 
 
 class Progress:
@@ -121,37 +123,34 @@ class Progress:
             print(f"  {event['label']} overran its time: resuming past it", file=sys.stderr)
 
 
-def show(result: dict, paths: list[str]) -> None:
-    head = (
-        f"{result['kernel']} {result.get('dtype') or ''} on {result.get('gpu') or result['arch']}"
-    )
-    print(f"{head} ({result['mode']}, Triton {result['triton_version']}, {result['jobs']} jobs)")
-    for shape, rows in analysis.by_shape(result["rows"]).items():
+def show(result: SweepResult, paths: list[str]) -> None:
+    head = f"{result.kernel} {result.dtype or ''} on {result.gpu or result.arch}"
+    print(f"{head} ({result.mode}, Triton {result.triton_version}, {result.jobs} jobs)")
+    for shape, rows in analysis.by_shape(result.rows).items():
         print(f"\n{shape}" + (f"  ({shared_text(rows)})" if shared_text(rows) else ""))
         print(table(HEADERS, rows_of(rows)))
-        info = result["shapes"][shape]
+        info = result.shapes[shape]
         triton = info.get("triton")
         if triton:
             print(f"Triton's autotuner: {triton.get('label')} ({triton.get('seconds')} s)")
-        for entry in (result.get("persisted") or {}).get(shape, []):
+        for entry in result.persisted.get(shape, []):
             print(f"persisted autotune cache: {entry['label']} ({entry['file']})")
         if info.get("finding"):
             print(f"finding: {info['finding']}")
         unexplained = [r for r in rows if "no static reason" in r.get("why", "")]
         if unexplained:
-            case = shape + (f":{result['dtype']}" if result.get("dtype") else "")
+            case = shape + (f":{result.dtype}" if result.dtype else "")
             where = "".join(f" --path {p}" for p in paths)
             print(
-                f"profile one as it ran here: python -m workbench profile {result['kernel']} "
+                f"profile one as it ran here: python -m workbench profile {result.kernel} "
                 f"--case {case} --pin {unexplained[0]['label']}{where}"
             )
         if any(r["status"] == analysis.TIMED for r in rows):
             print("\n".join(plot.bars(rows)) + f"\n{plot.LEGEND}")
-    chosen = result.get("minimal_set") or {}
-    if chosen.get("configs"):
-        print(f"\nsmallest set within 5% of each shape's best ({len(chosen['configs'])}):")
-        print(autotune_snippet(chosen["configs"]))
-    for note in result.get("notes") or []:
+    chosen = result.minimal_set.get("configs")
+    if chosen:
+        print(f"\nsmallest set within 5% of each shape's best ({len(chosen)}):")
+        print(autotune_snippet(chosen))
+    for note in result.notes:
         print(f"note: {note}")
-    t = result.get("timings") or {}
-    print("\ntimings: " + ", ".join(f"{k} {v}" for k, v in t.items()))
+    print("\ntimings: " + ", ".join(f"{k} {v}" for k, v in result.timings.items()))

@@ -27,6 +27,7 @@ from workbench.profilers import session, tools
 from workbench.run import jobs, machine
 from workbench.runtime.errors import Problem, WorkbenchError
 from workbench.runtime.grammar import shape_text
+from workbench.sweep.result import SweepResult
 
 OnStep = Callable[[str, str, float], None]
 """(step, what it gave or why not, seconds)."""
@@ -109,7 +110,7 @@ def gather(
         params = {"space": "neighbours", "dtype": dtype, "time": False}
         if gpu and shape:
             params["shapes"] = [list(shape)]
-        rows = job("sweep", params)["rows"]
+        rows = SweepResult.from_dict(job("sweep", params)).rows
         facts.configs = rows
         spill_free = sum(1 for r in rows if not (r.get("resources") or {}).get("spill_bytes"))
         return f"{len(rows)} configs compiled, {spill_free} without spills"

@@ -16,6 +16,7 @@ from workbench.diagnosis.finding import Finding
 from workbench.loop.gather import result_of
 from workbench.run import jobs
 from workbench.runtime.errors import fail
+from workbench.sweep.result import SweepResult
 
 FIX_KINDS = ("config", "cuda-graph")
 
@@ -174,7 +175,8 @@ def _config(
     space_file.write_text(json.dumps(space))
     params = {"space": str(space_file), "shapes": [shape] if shape else None, "dtype": dtype}
     outcome = _run(jobs.Job("sweep", entry, params), cancel)
-    rows = outcome.result["rows"]
+    result = SweepResult.from_dict(outcome.result)
+    rows = result.rows
     by_label = {r["label"]: r for r in rows}
     first = by_label.get(launched["label"]) or {}
     before = Side(
@@ -188,9 +190,8 @@ def _config(
         {"label": r["label"], "status": r["status"], "ms": r.get("ms"), "why": r.get("reason", "")}
         for r in rows
     ]
-    result = outcome.result
-    trial = Trial(entry.name, finding.id, "config", shape, result.get("dtype"), before, after)
-    trial.candidates, trial.gpu = candidates, result.get("gpu")
+    trial = Trial(entry.name, finding.id, "config", shape, result.dtype, before, after)
+    trial.candidates, trial.gpu = candidates, result.gpu
     return trial, [outcome]
 
 

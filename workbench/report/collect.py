@@ -21,6 +21,7 @@ from workbench.ir.result import IrResult
 from workbench.run.store import RunRecord, Store
 from workbench.runtime.errors import Problem
 from workbench.sweep import analysis
+from workbench.sweep.result import SweepResult
 
 T = TypeVar("T")
 RUNS = 10_000
@@ -155,7 +156,7 @@ def read_trial(run: RunRecord) -> dict:
     return result
 
 
-def read_sweep(run: RunRecord) -> dict:
+def read_sweep(run: RunRecord) -> SweepResult:
     """The run's result, or the sweep file its folder kept (a merged or an interrupted sweep),
     explained again (`sweep.analysis.summarize`): every loser with today's reasons."""
     result = run.result
@@ -166,10 +167,7 @@ def read_sweep(run: RunRecord) -> dict:
         if path is None:
             raise Absent
         result = json.loads(path.read_text())
-    result = copy.deepcopy(result)
-    if not isinstance(result.get("rows"), list):
-        raise KeyError("rows")
-    return analysis.summarize(result)
+    return SweepResult.from_dict(copy.deepcopy(result))
 
 
 def read_profile(run: RunRecord) -> dict:

@@ -28,6 +28,7 @@ from workbench.runtime.errors import Problem
 from workbench.runtime.grammar import shape_text
 from workbench.sweep import analysis
 from workbench.sweep import plot as sweepplot
+from workbench.sweep.result import SweepResult
 from workbench.sweep.space import autotune_snippet
 from workbench.views import bench as benchview
 from workbench.views import diagnosis as diagview
@@ -285,17 +286,17 @@ class _Builder:
             self.not_run("sweep")
             return
         result = found.value
-        where = result.get("gpu") or result.get("arch")
-        space = os.path.basename(str(result.get("space") or "own"))
-        head = f"{result['kernel']} {result.get('dtype') or ''}".strip()
-        triton = f"Triton {result.get('triton_version')}"
-        self.add(para(f"{head} on {where} ({result['mode']}, {triton}), space {space}."))
-        for shape, rows in analysis.by_shape(result["rows"]).items():
+        space = os.path.basename(result.space)
+        head = f"{result.kernel} {result.dtype or ''}".strip()
+        triton = f"Triton {result.triton_version}"
+        where = result.gpu or result.arch
+        self.add(para(f"{head} on {where} ({result.mode}, {triton}), space {space}."))
+        for shape, rows in analysis.by_shape(result.rows).items():
             cells = [(n, Code(label), *rest) for n, label, *rest in sweepview.rows_of(rows)]
             self.add(Heading(3, shape), table(sweepview.HEADERS, cells))
             if sweepview.shared_text(rows):
                 self.add(para(sweepview.shared_text(rows).capitalize() + "."))
-            info = (result.get("shapes") or {}).get(shape) or {}
+            info = result.shapes[shape]
             if (info.get("triton") or {}).get("label"):
                 self.add(para("Triton's own autotuner picked ", Code(info["triton"]["label"]), "."))
             if info.get("finding"):
@@ -303,21 +304,18 @@ class _Builder:
         timed = self.image(self._sweep_png(result), f"{self.k.name}: sweep")
         if not timed:
             self.add(para("No timings (a static sweep: compiled with resources only), no plot."))
-        chosen = result.get("minimal_set") or {}
-        if chosen.get("configs"):
-            self.add(
-                para(f"The smallest set within 5% of each shape's best ({len(chosen['configs'])}):")
-            )
-            self.add(Pre(autotune_snippet(chosen["configs"])))
-        for note in result.get("notes") or []:
+        chosen = result.minimal_set["configs"]
+        if chosen:
+            self.add(para(f"The smallest set within 5% of each shape's best ({len(chosen)}):"))
+            self.add(Pre(autotune_snippet(chosen)))
+        for note in result.notes:
             self.add(para(f"Note: {note}"))
-        best = [r for r in analysis.ranked(result["rows"])][:1]
-        summary = result.get("summary") or {}
-        self.cells["sweep"] = f"{summary.get('configs', len(result['rows']))} configs" + (
+        best = analysis.ranked(result.rows)[:1]
+        self.cells["sweep"] = f"{result.summary['configs']} configs" + (
             f", best {best[0]['ms']:.4g} ms" if best else ", static"
         )
 
-    def _sweep_png(self, result: dict) -> Path | str | None:
+    def _sweep_png(self, result: SweepResult) -> Path | str | None:
         """The sweep's own plot from its run folder (drawn when it ran), else drawn now."""
         path = self.images.path("sweep.png")
         kept = Path((self.run.artifacts if self.run else None) or "", "sweep.png")

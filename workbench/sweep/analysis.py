@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import shape_text
+
+if TYPE_CHECKING:  # the result module reads its rows back through this one
+    from workbench.sweep.result import SweepResult
 
 RESULT_FILE = "sweep.json"
 """A sweep's rows as they land, in its run folder (what --resume reads)."""
@@ -109,16 +114,16 @@ def minimal_set(rows: Iterable[Row], near: float = NEAR_BEST) -> list[str]:
     return []  # unreachable: each shape's best covers it
 
 
-def summarize(result: dict) -> dict:
+def summarize(result: SweepResult) -> SweepResult:
     """Fill each row's explanation, each shape's best and Triton's agreement, the minimal set and
     the counts; returns `result`."""
     shapes = {}
-    for s, rows in by_shape(result["rows"]).items():
+    for s, rows in by_shape(result.rows).items():
         order = ranked(rows)
         best = order[0] if order else None
         for row in rows:
             row["why"] = explain(row, best)
-        triton = (result.get("triton") or {}).get(s)
+        triton = result.triton.get(s)
         shapes[s] = {
             "best": best["label"] if best else None,
             "best_ms": best["ms"] if best else None,
@@ -126,13 +131,13 @@ def summarize(result: dict) -> dict:
             "triton": triton,
             "finding": _disagreement(triton, best, rows),
         }
-    result["shapes"] = shapes
-    chosen = minimal_set(result["rows"])
-    values = {r["label"]: r["values"] for r in result["rows"]}
-    result["minimal_set"] = {"labels": chosen, "configs": [values[k] for k in chosen]}
-    status = [r["status"] for r in result["rows"]]
-    result["summary"] = {
-        "configs": len({r["label"] for r in result["rows"]}),
+    result.shapes = shapes
+    chosen = minimal_set(result.rows)
+    values = {r["label"]: r["values"] for r in result.rows}
+    result.minimal_set = {"labels": chosen, "configs": [values[k] for k in chosen]}
+    status = [r["status"] for r in result.rows]
+    result.summary = {
+        "configs": len({r["label"] for r in result.rows}),
         "rows": len(status),
         **{s: status.count(s) for s in ("ok", "static", "pruned", "wrong", "failed", "timeout")},
         "best": {s: v["best"] for s, v in shapes.items()},
@@ -157,9 +162,9 @@ def _disagreement(triton: dict | None, best: Row | None, rows: list[Row]) -> str
     )
 
 
-def merge(results: list[dict]) -> dict:
+def merge(results: list[SweepResult]) -> SweepResult:
     """One result from the shards of several GPUs; refuses to mix GPU models."""
-    models = sorted({r.get("gpu") or "?" for r in results})
+    models = sorted({r.gpu or "?" for r in results})
     if len(models) > 1:
         raise fail(
             "mixed-gpus",
@@ -167,16 +172,16 @@ def merge(results: list[dict]) -> dict:
             "compare",
             "pass --gpus with devices of one model (nvidia-smi -L lists them)",
         )
-    merged = {k: v for k, v in results[0].items() if k not in ("rows", "timings", "triton")}
-    merged["rows"] = [row for r in results for row in r["rows"]]
-    merged["triton"] = {k: v for r in results for k, v in (r.get("triton") or {}).items()}
-    merged["shards"] = [
-        {"gpu_index": r.get("gpu_index"), "timings": r.get("timings"), "rows": len(r["rows"])}
-        for r in results
-    ]
-    phases = [r.get("timings") or {} for r in results]
-    merged["timings"] = {
-        k: max(p.get(k, 0.0) for p in phases) for k in set().union(*phases)
-    }  # the shards run side by side: each phase lasts as long as its slowest shard
-    merged["complete"] = all(r.get("complete") for r in results)
+    phases = [r.timings for r in results]
+    merged = replace(
+        results[0],
+        rows=[row for r in results for row in r.rows],
+        triton={k: v for r in results for k, v in r.triton.items()},
+        shards=[
+            {"gpu_index": r.gpu_index, "timings": r.timings, "rows": len(r.rows)} for r in results
+        ],
+        # the shards run side by side: each phase lasts as long as its slowest shard
+        timings={k: max(p.get(k, 0.0) for p in phases) for k in set().union(*phases)},
+        complete=all(r.complete for r in results),
+    )
     return summarize(merged)

@@ -29,6 +29,7 @@ from workbench.runtime.grammar import shape_text
 from workbench.sweep import analysis, space
 from workbench.sweep.analysis import RESULT_FILE
 from workbench.sweep.pool import CompilePool
+from workbench.sweep.result import SweepResult
 from workbench.sweep.space import Values
 
 DEFAULT_ARCH = 90
@@ -44,8 +45,8 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
     pool = CompilePool(int(params.get("jobs") or os.cpu_count() or 1))  # before any CUDA use
     try:
         sweep = Sweep(spec, params, ctx, gpu, pool)
-        sweep.result["timings"]["pool_start_s"] = round(time.perf_counter() - start, 3)
-        return sweep.run()
+        sweep.result.timings["pool_start_s"] = round(time.perf_counter() - start, 3)
+        return sweep.run().to_dict()
     finally:
         pool.close()
 
@@ -64,34 +65,27 @@ class Sweep:
         self.done = _previous(params.get("resume"))
         self.lock = threading.Lock()
         self.current: tuple[float, dict] | None = None
-        self.result: dict[str, Any] = {
-            "kernel": spec.name,
-            "mode": "gpu" if self.timed else "cross-compile",
-            "arch": f"sm_{self.arch}",
-            "gpu": _gpu_name() if gpu else None,
-            "gpu_index": os.environ.get("CUDA_VISIBLE_DEVICES"),
-            "triton_version": triton.__version__,
-            "dtype": self.dtype,
-            "space": params.get("space") or "own",
-            "jobs": pool.jobs,
-            "shard": params.get("shard"),
-            "rows": [],
-            "triton": {},
-            "persisted": {},
-            "timings": {},
-            "running": None,
-            "complete": False,
-        }
+        self.result = SweepResult(
+            kernel=spec.name,
+            mode="gpu" if self.timed else "cross-compile",
+            arch=f"sm_{self.arch}",
+            gpu=_gpu_name() if gpu else None,
+            gpu_index=os.environ.get("CUDA_VISIBLE_DEVICES"),
+            triton_version=triton.__version__,
+            dtype=self.dtype,
+            space=params.get("space") or "own",
+            jobs=pool.jobs,
+            shard=params.get("shard"),
+        )
 
-    def run(self) -> dict:
+    def run(self) -> SweepResult:
         start = time.perf_counter()
         threading.Thread(target=self._watch, daemon=True).start()
         shapes = [tuple(s) for s in self.params.get("shapes") or []] or _default_shapes(self.spec)
-        self.result["shapes"] = [list(s) for s in shapes]
         for shape in shapes:
             self._shape(shape)
-        self.result["complete"] = True
-        self.result["timings"]["total_s"] = round(time.perf_counter() - start, 3)
+        self.result.complete = True
+        self.result.timings["total_s"] = round(time.perf_counter() - start, 3)
         self._save()
         return analysis.summarize(self.result)
 
@@ -110,7 +104,7 @@ class Sweep:
             else ({}, "")
         )
         if note:
-            self.result.setdefault("notes", []).append(note)
+            self.result.notes.append(note)
         todo = []
         for values in configs:
             prior = self.done.get((text, space.key(values)))
@@ -138,7 +132,7 @@ class Sweep:
                 row["status"] = "static"
             self._add(row)
             self._emit_progress(
-                sum(r["shape"] == list(shape) for r in self.result["rows"]), total, row["label"]
+                sum(r["shape"] == list(shape) for r in self.result.rows), total, row["label"]
             )
         self._add_time("sweep_s", time.perf_counter() - phase)
         if bench is not None and tuner is not None and not (shard and shard[0]):
@@ -231,31 +225,29 @@ class Sweep:
             pick = triton_pick(tuner, lambda: self.spec.kernel_fn(*bench["inputs"]))
         except Exception as exc:  # noqa: BLE001 - the comparison is optional; say why it is missing
             pick = {"label": None, "problem": problem_from_exception(exc).to_dict()}
-        self.result["triton"][text] = pick
-        self.result["persisted"][text] = persisted(tuner)
+        self.result.triton[text] = pick
+        self.result.persisted[text] = persisted(tuner)
         self._save()
 
     def _add(self, row: dict) -> None:
         with self.lock:
-            self.result["rows"].append(row)
+            self.result.rows.append(row)
         self._save()  # on disk before anyone is told: a cancel right after the event keeps it
         self.ctx.emit({"event": "config", "row": row})
 
     def _add_time(self, name: str, seconds: float) -> None:
-        timings = self.result["timings"]
+        timings = self.result.timings
         timings[name] = round(timings.get(name, 0.0) + seconds, 3)
 
     def _running(self, row: dict | None) -> None:
         with self.lock:
             self.current = (time.monotonic(), row) if row else None
-            self.result["running"] = (
-                {k: row[k] for k in ("shape", "label", "values")} if row else None
-            )
+            self.result.running = {k: row[k] for k in ("shape", "label", "values")} if row else None
         self._save()
 
     def _save(self) -> None:
         with self.lock:
-            text = json.dumps(self.result, default=str)
+            text = json.dumps(self.result.record(), default=str)
         tmp = self.file.with_suffix(".tmp")
         tmp.write_text(text)
         tmp.replace(self.file)  # a killed process leaves the last whole file
@@ -399,15 +391,15 @@ def _previous(path: str | None) -> dict[tuple[str, str], dict]:
     if not path:
         return {}
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
+        earlier = SweepResult.from_dict(json.loads(Path(path).read_text()))
+    except (OSError, ValueError, TypeError, KeyError) as exc:
         raise fail(
             "bad-resume",
             f"cannot read the earlier sweep {path}: {exc}",
             "run the sweep without --resume",
         ) from exc
-    rows = {(shape_text(r["shape"]), r["label"]): r for r in data.get("rows", [])}
-    running = data.get("running")
+    rows = {(shape_text(r["shape"]), r["label"]): r for r in earlier.rows}
+    running = earlier.running
     if running:
         row = _row(tuple(running["shape"]), running["values"])
         row["status"] = "timeout"

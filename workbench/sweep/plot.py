@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workbench.sweep import analysis
+from workbench.sweep.result import SweepResult
 
 MARKERS = {"spill": "S", "occupancy": "O", "failed": "X", "wrong": "W", "pruned": "P"}
 LEGEND = "S spills  O occupancy < 25%  X failed/timeout  W wrong result  P pruned"
@@ -42,9 +43,9 @@ def bars(rows: list[dict], width: int = 40) -> list[str]:
     return lines
 
 
-def png(result: dict, path: Path) -> str | None:
+def png(result: SweepResult, path: Path) -> str | None:
     """The bars of every shape as a PNG; None where matplotlib is missing or nothing was timed."""
-    shapes = analysis.by_shape(result["rows"])
+    shapes = analysis.by_shape(result.rows)
     if not any(analysis.ranked(rs) for rs in shapes.values()):
         return None
     try:
@@ -54,7 +55,7 @@ def png(result: dict, path: Path) -> str | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    fig, axes = plt.subplots(len(shapes), 1, figsize=(10, 0.3 * len(result["rows"]) + 1.5))
+    fig, axes = plt.subplots(len(shapes), 1, figsize=(10, 0.3 * len(result.rows) + 1.5))
     for ax, (shape, rows) in zip(list(getattr(axes, "flat", [axes])), shapes.items()):
         order = analysis.ranked(rows) + [r for r in rows if r["status"] != analysis.TIMED]
         ys = range(len(order))
@@ -66,7 +67,7 @@ def png(result: dict, path: Path) -> str | None:
         ax.set_yticks(list(ys), [f"{r['label']} {marks(r)}" for r in order], fontsize=7)
         ax.invert_yaxis()
         ax.set_xlabel("ms (median, L2 flushed)")
-        ax.set_title(f"{result['kernel']} {shape} on {result.get('gpu') or result['arch']}")
+        ax.set_title(f"{result.kernel} {shape} on {result.gpu or result.arch}")
     fig.text(0.01, 0.005, LEGEND, fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

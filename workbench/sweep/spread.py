@@ -17,6 +17,7 @@ from workbench.run import jobs, store
 from workbench.runtime.errors import fail
 from workbench.sweep import analysis, plot
 from workbench.sweep.analysis import RESULT_FILE
+from workbench.sweep.result import SweepResult
 
 RETRIES = 5
 """Resumes after a config hung or crashed its process, per GPU."""
@@ -51,7 +52,7 @@ def run_sweep(
     on_event: Callable[[dict], None] | None = None,
     cancel: threading.Event | None = None,
     timeout: float = 3600.0,
-) -> tuple[dict | None, list[jobs.Outcome]]:
+) -> tuple[SweepResult | None, list[jobs.Outcome]]:
     """(merged result or None, the outcomes of every job run)."""
     shards = [None] if len(gpus) <= 1 else list(range(len(gpus)))
     cores = os.cpu_count() or 1
@@ -72,7 +73,7 @@ def run_sweep(
             partial = _read(outcome)
             if outcome.status not in ("crash", "timeout", "error") or not partial:
                 return
-            if not partial.get("running") or (cancel and cancel.is_set()):
+            if not partial.running or (cancel and cancel.is_set()):
                 return
             p["resume"] = str(Path(outcome.run_dir) / RESULT_FILE)  # go on past the hung config
 
@@ -86,39 +87,39 @@ def run_sweep(
     flat = [o for runs in outcomes for o in runs]
     if not parts:
         return None, flat
-    result = analysis.merge(parts) if len(parts) > 1 else analysis.summarize(parts[0])
+    result = analysis.merge(parts) if len(parts) > 1 else parts[0]
     folder = Path(lasts[0].run_dir)
     if len(parts) > 1:
-        (folder / "sweep_merged.json").write_text(json.dumps(result, default=str))
+        (folder / "sweep_merged.json").write_text(json.dumps(result.to_dict(), default=str))
         _record(entry, params, result, folder)
-    result["plot"] = plot.png(result, folder / "sweep.png")
+    result.plot = plot.png(result, folder / "sweep.png")
     return result, flat
 
 
-def _read(outcome: jobs.Outcome) -> dict | None:
+def _read(outcome: jobs.Outcome) -> SweepResult | None:
     """The job's result, or what its sweep.json kept when it was cancelled or died."""
     if outcome.result:
-        return outcome.result
+        return SweepResult.from_dict(outcome.result)
     path = Path(outcome.run_dir) / RESULT_FILE
     try:
-        return json.loads(path.read_text()) if path.exists() else None
+        return SweepResult.from_dict(json.loads(path.read_text())) if path.exists() else None
     except ValueError:
         return None
 
 
-def _record(entry: KernelEntry, params: dict, result: dict, folder: Path) -> None:
+def _record(entry: KernelEntry, params: dict, result: SweepResult, folder: Path) -> None:
     problem = store.record_run(
         store.new_run_id(),
         "sweep",
         entry.name,
         file=entry.file,
-        params={**params, "merged_from": [s.get("gpu_index") for s in result["shards"]]},
-        status="ok" if result.get("complete") else "partial",
-        seconds=(result.get("timings") or {}).get("total_s", 0.0),
-        mode=result.get("mode") or "gpu",
-        summary=result.get("summary"),
+        params={**params, "merged_from": [s["gpu_index"] for s in result.shards or []]},
+        status="ok" if result.complete else "partial",
+        seconds=result.timings.get("total_s", 0.0),
+        mode=result.mode,
+        summary=result.summary,
         artifacts=str(folder),
-        result=result,
+        result=result.to_dict(),
     )
     if problem:  # the merged file is in the run folder either way
-        result["store_problem"] = problem.to_dict()
+        result.store_problem = problem.to_dict()

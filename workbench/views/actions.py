@@ -12,11 +12,14 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.catalog.discovery import KernelEntry
 from workbench.runtime.errors import Problem, WorkbenchError
 from workbench.runtime.grammar import parse_settings, shape_text
+
+if TYPE_CHECKING:
+    from workbench.sweep.result import SweepResult
 
 OnEvent = Callable[[dict], None]
 
@@ -248,7 +251,7 @@ def run_sweep(
         "sweep",
         entry.name,
         last.status if last and result is None else "ok" if result else "error",
-        result=result,
+        result=result.to_dict() if result else None,  # the Sweep tab reads the dict
         problems=[("error", o.problem) for o in outcomes if o.problem],
         run_id=last.run_id if last else None,
         started=started,
@@ -257,7 +260,7 @@ def run_sweep(
     )
     if result is not None:
         done.lines = sweep_lines(result)
-        if not result.get("complete") and done.status == "ok":
+        if not result.complete and done.status == "ok":
             done.status = last.status if last else "error"
     if last:
         done.lines.append(f"results (sweep.json, sweep.png when timed) in {last.run_dir}")
@@ -492,7 +495,9 @@ def verdict_lines(kind: str, result: Any) -> list[str]:
             + (f", {s['errors']} error(s)" if s["errors"] else "")
         ]
     if kind == "sweep":
-        return sweep_lines(result)
+        from workbench.sweep.result import SweepResult
+
+        return sweep_lines(SweepResult.from_dict(result))
     if kind == "diagnose":
         from workbench.views.diagnosis import roofline_text, summary_line
 
@@ -500,19 +505,16 @@ def verdict_lines(kind: str, result: Any) -> list[str]:
     return []
 
 
-def sweep_lines(result: dict) -> list[str]:
-    from workbench.sweep import analysis
-
-    result = result if "shapes" in result else analysis.summarize(dict(result))
-    summary = result["summary"]
+def sweep_lines(result: SweepResult) -> list[str]:
+    summary = result.summary
     counts = ", ".join(
         f"{summary[k]} {k}"
         for k in ("ok", "static", "pruned", "wrong", "failed", "timeout")
         if summary.get(k)
     )
     head = (
-        f"sweep {result['kernel']}: {summary['configs']} config(s) x {len(result['shapes'])} "
-        f"shape(s) ({counts}), {result['mode']}"
+        f"sweep {result.kernel}: {summary['configs']} config(s) x {len(result.shapes)} "
+        f"shape(s) ({counts}), {result.mode}"
     )
     return [head] + [f"best {s}: {b}" for s, b in summary["best"].items() if b]
 

@@ -1,0 +1,65 @@
+"""The sweep job's output, typed (pure: no torch, no triton).
+
+A row stays the dict the job emits per config (`sweep.analysis.Row`): the live events, the TUI
+and the views take it as is. The explained parts (each row's "why", the per-shape picks, the
+minimal set, the counts) are recomputed from the rows by `analysis.summarize`, so `from_dict`
+takes only what the job recorded and a result that disagrees with itself does not round-trip.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from workbench.sweep.analysis import summarize
+
+EXPLAINED = ("shapes", "minimal_set", "summary")
+"""The keys `to_dict` adds to the recorded ones (recomputed on reading)."""
+OPTIONAL = ("notes", "shards", "store_problem")
+"""Recorded keys written only when set: a single-GPU sweep has no shards."""
+
+
+@dataclass
+class SweepResult:
+    kernel: str
+    mode: str
+    """"gpu" (checked and timed) or "cross-compile" (resources only)."""
+    arch: str
+    gpu: str | None
+    gpu_index: str | None
+    triton_version: str
+    dtype: str | None
+    space: str
+    jobs: int
+    shard: list[int] | None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    triton: dict[str, dict] = field(default_factory=dict)
+    """Shape -> Triton's own autotuner pick there (`sweep.timing.triton_pick`)."""
+    persisted: dict[str, list[dict]] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    running: dict | None = None
+    """The config being timed (shape, label, values): what a killed run names for --resume."""
+    complete: bool = False
+    notes: list[str] = field(default_factory=list)
+    shards: list[dict] | None = None
+    """Per GPU of a merged sweep: its gpu_index, timings and row count."""
+    plot: str | None = None
+    """The PNG drawn beside the runs (None in the job's own result, or with nothing timed)."""
+    store_problem: dict | None = None
+    shapes: dict[str, dict] = field(default_factory=dict)
+    """Shape -> best, best_ms, ranked, triton, finding (`analysis.summarize`)."""
+    minimal_set: dict[str, list] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    def record(self) -> dict:
+        """What the job keeps in sweep.json as rows land (the unexplained keys)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in EXPLAINED}
+        return {k: v for k, v in out.items() if k not in OPTIONAL or v}
+
+    def to_dict(self) -> dict:
+        return {**self.record(), **{k: getattr(self, k) for k in EXPLAINED}}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SweepResult:
+        """A result or a sweep.json (a cancelled or killed job's), explained anew."""
+        return summarize(cls(**{k: v for k, v in d.items() if k not in EXPLAINED}))
