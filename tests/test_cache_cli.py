@@ -15,6 +15,7 @@ from pathlib import Path
 from conftest import FAULTY, FIXTURES, cli
 
 from workbench.cache.report import build_report
+from workbench.cache.result import CacheReach
 from workbench.catalog.discovery import discover
 
 KERNEL = '''"""A tiny autotuned kernel for the cache doctor's end-to-end test."""
@@ -93,7 +94,9 @@ def test_served_then_unreachable_after_an_edit_then_cleared(tmp_path):
     subprocess.run(args, check=True, env=env, capture_output=True)
 
     served = cache(*where)
-    [entry] = served["reach"]["autotune"]
+    reach = CacheReach.from_dict(served["reach"])  # the job's result, as the report carries it
+    assert reach.to_dict() == served["reach"] and CacheReach.from_dict(reach.to_dict()) == reach
+    [entry] = reach.autotune
     assert entry["reachable"] and entry["inputs"] == key["inputs"]
     assert "autotune-unreachable" not in [f["id"] for f in served["findings"]]
     assert served["scan"]["tuned"][0]["best"] == 1  # the lower p50 is what Triton serves

@@ -11,6 +11,7 @@ import pytest
 from conftest import FIXTURES
 
 from workbench.cache import findings, scan
+from workbench.cache.result import CacheReach
 from workbench.runtime.errors import WorkbenchError
 from workbench.sweep import analysis
 from workbench.sweep.result import SweepResult
@@ -101,6 +102,14 @@ def test_shards_of_two_h200s_merge_and_other_models_are_refused():
     with pytest.raises(WorkbenchError) as refused:
         analysis.merge([shards[0], _fresh({**H100, "gpu_index": "1"})])
     assert refused.value.problem.kind == "mixed-gpus"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in CACHE.glob("*.json")))
+def test_gpu_cache_job_results_read_back_as_recorded(name):
+    recorded = json.loads((CACHE / name).read_text())["reach"]
+    reach = CacheReach.from_dict(recorded)
+    assert reach.to_dict() == recorded and CacheReach.from_dict(reach.to_dict()) == reach
+    assert reach.verify and reach.mode == "cuda"
 
 
 def test_a_key_too_narrow_measured_on_the_h100_is_a_finding_with_its_fix():

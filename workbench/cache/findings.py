@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 from workbench.cache import keys
+from workbench.cache.result import CacheReach
 from workbench.cache.scan import CacheScan, Compiled
 from workbench.cache.static import finding
 
@@ -117,11 +118,11 @@ LEFTOVERS = {
 }
 
 
-def reach_findings(scan: CacheScan, reach: dict) -> list[dict]:
+def reach_findings(scan: CacheScan, reach: CacheReach) -> list[dict]:
     """Which entries the current kernel is served, and which none can reach any more."""
     out: list[dict] = []
-    names = {f["name"] for f in reach["functions"]}
-    dead = [a for a in reach["autotune"] if not a["reachable"]]
+    names = {f["name"] for f in reach.functions}
+    dead = [a for a in reach.autotune if not a["reachable"]]
     if dead:
         size = sum(a["size"] for a in dead)
         out.append(
@@ -131,7 +132,7 @@ def reach_findings(scan: CacheScan, reach: dict) -> list[dict]:
                 f"{len(dead)} autotune result(s) of {', '.join(sorted(names))} that no current "
                 f"kernel can reach ({_mb(size)})",
                 "recomputed with Triton "
-                f"{reach['triton_version']} from the current source, config list and env vars, "
+                f"{reach.triton_version} from the current source, config list and env vars, "
                 f"their keys lead elsewhere (e.g. {dead[0]['path']} -> {dead[0]['expected_dir']})",
                 "remove them: `cache clear NAME --stale-only --yes`; the source, the configs or "
                 "Triton changed since they were tuned",
@@ -140,14 +141,14 @@ def reach_findings(scan: CacheScan, reach: dict) -> list[dict]:
                 stale=True,
             )
         )
-    served = set(reach["compile_dirs"])
-    arch = reach["arch"]
+    served = set(reach.compile_dirs)
+    arch = reach.arch
     mine = [c for c in scan.compiled if c.name in names and not c.problems]
     unreached = [
         c
         for c in mine
         if c.dir.rsplit("/", 1)[-1] not in served
-        and c.triton_version == reach["triton_version"]
+        and c.triton_version == reach.triton_version
         and c.arch == arch
     ]
     if unreached:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.cache import keys, live
+from workbench.cache.result import CacheReach
 from workbench.catalog.spec import KernelSpec
 from workbench.runtime import compat
 
@@ -45,30 +46,28 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
     names = {compat.base_function(t).__name__[:150] for t in tuners.values()}
     tuned = [t for t in params.get("tuned", []) if t["kernel"] in names]
     autotune = [_reach(t, tuners, groups, arch) for t in tuned]
-    result = {
-        "kernel": spec.name,
-        "triton_version": triton.__version__,
-        "arch": arch,
-        "mode": ctx.device,
-        "functions": [_function(j) for j in spec.jit],
-        "compile_dirs": sorted(compile_dirs),
-        "autotune": autotune,
-        "keys": [
+    reach = CacheReach(
+        kernel=spec.name,
+        triton_version=triton.__version__,
+        arch=arch,
+        mode=ctx.device,
+        functions=[_function(j) for j in spec.jit],
+        compile_dirs=sorted(compile_dirs),
+        autotune=autotune,
+        keys=[
             {"kernel": tuners[fid].base_fn.__name__, "key": list(k), "inputs": _labels(g)}
             for (fid, k), g in groups.items()
         ],
-        "input_errors": [i["error"] for i in inputs if i.get("error")],
-        "verify": [],
-    }
-    dead = sum(not a["reachable"] for a in autotune)
-    result["summary"] = {"compile_dirs": len(compile_dirs), "autotune": len(autotune), "dead": dead}
-    ctx.emit({"event": "keys", "reach": result})  # sent as they come: a cancel keeps them
+        input_errors=[i["error"] for i in inputs if i.get("error")],
+    )
+    # sent as they come: a cancel keeps them
+    ctx.emit({"event": "keys", "reach": reach.to_dict()})
     if params.get("verify") and gpu:
         for (fid, key), group in groups.items():
             verified = _verify(spec, tuners[fid], key, group, autotune)
             ctx.emit({"event": "verified", "verify": verified})
-            result["verify"].append(verified)
-    return result
+            reach.verify.append(verified)
+    return reach.to_dict()
 
 
 def _is_tuner(obj: Any) -> bool:

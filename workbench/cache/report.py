@@ -10,6 +10,7 @@ import threading
 from importlib import metadata
 
 from workbench.cache import findings, scan, static
+from workbench.cache.result import CacheReach
 from workbench.catalog.discovery import KernelEntry
 from workbench.run import jobs, machine
 from workbench.runtime.errors import Problem
@@ -78,12 +79,12 @@ def build_report(
     outcome = jobs.run_job(job, keep, cancel)
     if outcome.problem:
         report["problem"] = outcome.problem.to_dict()
-    reach = outcome.result or sent
-    if not reach:
+    if not (outcome.result or sent):
         return report
-    report["reach"] = reach
+    reach = CacheReach.from_dict(outcome.result or sent)
+    report["reach"] = reach.to_dict()
     report["findings"] += findings.reach_findings(found, reach)
-    report["findings"] += findings.measured_findings(reach.get("verify", []))
+    report["findings"] += findings.measured_findings(reach.verify)
     return report
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from workbench.views.cache_reach import reach_lines
 from workbench.views.text import table
 
 COMPILED_HEADERS = (
@@ -90,22 +91,8 @@ def report_text(report: dict) -> str:
         ]
     if s["tuned"]:
         lines += ["", table(TUNED_HEADERS, [tuned_row(t, now) for t in s["tuned"]])]
-    reach = report.get("reach")
-    if reach:
-        lines += [
-            "",
-            f"{report['kernel']} on Triton {reach['triton_version']}, sm_{reach['arch']}:",
-        ]
-        for k in reach["keys"]:
-            lines.append(f"  {k['kernel']} key {tuple(k['key'])} <- {', '.join(k['inputs'])}")
-        for a in reach["autotune"]:
-            state = "served" if a["reachable"] else "unreachable"
-            lines.append(f"  {a['path']}: {state}")
-        for v in reach.get("verify", []):
-            lines.append(
-                f"  verify {v['kernel']} {tuple(v['key'])}: {v['status']}, "
-                f"{'STALE' if v['stale'] else 'ok'} (served {v['served']['config']})"
-            )
+    if report.get("reach"):
+        lines += ["", *reach_lines(report)]
     if report.get("problem"):
         p = report["problem"]
         lines += ["", f"problem: {p['cause']}\n  remedy: {p['remedy']}"]
