@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from workbench.catalog.discovery import discover
+from workbench.profilers.result import TargetResult
 from workbench.run import jobs
 
 ROOT = Path(__file__).parent.parent
@@ -42,12 +43,15 @@ def test_target_warms_up_then_runs_each_config_in_its_range(cpu):
         ("range", "vector_add:33:float16"),
         ("done", None),
     ]
-    assert out.result["jit_kernels"] == ["_add_kernel"]
-    assert [r["range"] for r in out.result["ranges"]] == [
+    result = TargetResult.from_dict(out.result)
+    assert result.to_dict() == out.result and TargetResult.from_dict(result.to_dict()) == result
+    assert result.jit_kernels == ["_add_kernel"] and result.pin is None
+    assert [r["range"] for r in result.ranges] == [
         "vector_add:1000:float32",
         "vector_add:33:float16",
     ]
-    assert out.result["repeats"] == 2 and out.result["mode"] == "interpreter"
+    assert result.repeats == 2 and result.mode == "interpreter"
+    assert out.result["summary"] == {"ranges": 2, "repeats": 2}
 
 
 def test_target_without_configs_fails_clearly(cpu):

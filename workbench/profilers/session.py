@@ -18,6 +18,7 @@ from workbench.profilers import ncu as ncu_cmd
 from workbench.profilers import nsys as nsys_cmd
 from workbench.profilers import nsysreport, tools
 from workbench.profilers.names import Config, jit_kernel_names, range_name
+from workbench.profilers.result import TargetResult
 from workbench.profilers.toolerrors import Filters, classify, timeout_problem
 from workbench.run import jobs, machine
 from workbench.runtime.errors import Problem, WorkbenchError, fail
@@ -123,7 +124,8 @@ def profile(
     run = ProfileRun(tool, wrap, outcome, notes=notes)
     run_dir = Path(outcome.run_dir)
     log = (run_dir / "log.txt").read_text(errors="replace") if run_dir.is_dir() else outcome.log
-    launched = (outcome.result or {}).get("jit_kernels")
+    target = TargetResult.from_dict(outcome.result) if outcome.result else None
+    launched = target.jit_kernels if target else None
     if outcome.status == "timeout":
         run.problem = timeout_problem(req.tool, req.timeout, filters.launch_count)
     elif outcome.status == "cancelled":

@@ -17,6 +17,7 @@ from typing import Any
 from workbench.catalog.spec import KernelSpec
 from workbench.ir.config import label, split_options
 from workbench.profilers.names import DOMAIN, Config, range_name
+from workbench.profilers.result import TargetResult
 from workbench.runtime import gpu_lock
 from workbench.runtime.errors import fail
 
@@ -34,7 +35,7 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
             source="environment",
         ) from exc
     with _pinned(spec, params.get("pin") or {}) as pinned:
-        return {**_profile(spec, params, ctx, nvtx), "pin": pinned}
+        return _profile(spec, params, ctx, nvtx, pinned).to_dict()
 
 
 @contextlib.contextmanager
@@ -54,7 +55,7 @@ def _pinned(spec: KernelSpec, values: dict) -> Iterator[dict | None]:
         yield {"kernel": _jit_name(target), "config": label(values)}
 
 
-def _profile(spec: KernelSpec, params: dict, ctx: Any, nvtx: Any) -> dict:
+def _profile(spec: KernelSpec, params: dict, ctx: Any, nvtx: Any, pin: dict | None) -> TargetResult:
     import torch
 
     from workbench.runtime import tensors
@@ -105,16 +106,16 @@ def _profile(spec: KernelSpec, params: dict, ctx: Any, nvtx: Any) -> dict:
             torch.cuda.profiler.stop()
     prepared.clear()
     ctx.emit({"event": "phase", "phase": "done", "ranges": len(ranges)})
-    return {
-        "kernel": spec.name,
-        "device": torch.cuda.get_device_name() if cuda else ctx.device,
-        "mode": "interpreter" if ctx.interpreter else "gpu",
-        "warmup": warmup,
-        "repeats": repeats,
-        "ranges": ranges,
-        "jit_kernels": [_jit_name(j) for j in spec.jit],
-        "summary": {"ranges": len(ranges), "repeats": repeats},
-    }
+    return TargetResult(
+        kernel=spec.name,
+        device=torch.cuda.get_device_name() if cuda else ctx.device,
+        mode="interpreter" if ctx.interpreter else "gpu",
+        warmup=warmup,
+        repeats=repeats,
+        ranges=ranges,
+        jit_kernels=[_jit_name(j) for j in spec.jit],
+        pin=pin,
+    )
 
 
 def _waiting(ctx: Any, path: str) -> None:
