@@ -22,11 +22,7 @@ def scan_findings(scan: CacheScan, installed: str | None, now: float | None = No
     now = time.time() if now is None else now
     out: list[dict] = []
     version = keys.version_tuple(installed) if installed else None
-    no_binary = [
-        c
-        for c in scan.compiled
-        if any(p.startswith(("no-binary", "group-missing")) for p in c.problems)
-    ]
+    no_binary = _with_problem(scan, ("no-binary", "group-missing"))
     if no_binary:
         raises = version is not None and version <= keys.MISSING_BINARY_RAISES_UNTIL
         effect = (
@@ -42,7 +38,7 @@ def scan_findings(scan: CacheScan, installed: str | None, now: float | None = No
                 f"{len(no_binary)} compiled entr(ies) whose binary is gone: {effect}",
             )
         )
-    corrupt = [c for c in scan.compiled if any(p.startswith("corrupt") for p in c.problems)]
+    corrupt = _with_problem(scan, ("corrupt",))
     if corrupt:
         out.append(
             _entries(
@@ -52,7 +48,7 @@ def scan_findings(scan: CacheScan, installed: str | None, now: float | None = No
                 f"{len(corrupt)} entr(ies) with an unreadable .json or group file",
             )
         )
-    moved = [c for c in scan.compiled if any(p.startswith("group-elsewhere") for p in c.problems)]
+    moved = _with_problem(scan, ("group-elsewhere",))
     if moved:
         first = next(p for p in moved[0].problems if p.startswith("group-elsewhere"))
         out.append(
@@ -116,6 +112,11 @@ LEFTOVERS = {
     "empty": "empty dir(s)",
     "unreadable": "unreadable dir(s)",
 }
+
+
+def _with_problem(scan: CacheScan, kinds: tuple[str, ...]) -> list[Compiled]:
+    """The compiled entries with a problem of one of these kinds (`Compiled.problems`)."""
+    return [c for c in scan.compiled if any(p.startswith(kinds) for p in c.problems)]
 
 
 def reach_findings(scan: CacheScan, reach: CacheReach) -> list[dict]:
