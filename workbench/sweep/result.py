@@ -61,5 +61,8 @@ class SweepResult:
 
     @classmethod
     def from_dict(cls, d: dict) -> SweepResult:
-        """A result or a sweep.json (a cancelled or killed job's), explained anew."""
-        return summarize(cls(**{k: v for k, v in d.items() if k not in EXPLAINED}))
+        """A result or a sweep.json (a cancelled or killed job's), explained anew; `d` is left
+        as it was (its rows are copied before they are explained)."""
+        recorded = {k: v for k, v in d.items() if k not in EXPLAINED}
+        recorded["rows"] = [dict(r) for r in recorded.get("rows", [])]
+        return summarize(cls(**recorded))
