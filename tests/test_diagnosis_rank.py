@@ -152,7 +152,7 @@ def test_agreement_with_nvidia_rules(ncu):
     cpi = rows["CPIStall:stall-dominant"]
     assert cpi["verdict"] == "differ" and "34% of samples; ours asks for 50%" in cpi["why"]
     shared = rows["UncoalescedSharedAccess:smem-bank-conflicts"]
-    assert shared["verdict"] == "differ" and "0.0% of shared wavefronts" in shared["why"]
+    assert shared["verdict"] == "differ" and "0.0% of all shared wavefronts" in shared["why"]
     add = diagnose(Facts("vector_add", ncu=ncu["vector_add"], bench=bench("vector_add", B_ADD)))
     (row,) = [r for r in add.agreement if r["ncu"] == "AchievedOccupancy"]
     assert row["verdict"] == "differ" and "85% of the theoretical 100%" in row["why"]

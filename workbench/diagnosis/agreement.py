@@ -15,7 +15,7 @@ from workbench.diagnosis.measured import (
     OCCUPANCY_FLOOR,
     RULE_PEERS,
     STALL_SHARE,
-    bank_conflict_ratios,
+    conflict_share,
     grid_fill,
     stall_shares,
 )
@@ -117,10 +117,10 @@ def _silent(peer: str, k: dict) -> str:
         idle = f"{fill['idle']:.0%}" if fill else "unknown"
         return f"SM time left idle {idle}; ours asks for {GRID_IDLE:.0%}"
     if peer == "smem-bank-conflicts":
-        ratios = [r for r in bank_conflict_ratios(k).values() if r is not None]
-        worst = f"{max(ratios):.1%}" if ratios else "no"
+        ratio = conflict_share(k)
+        share = f"{ratio:.1%}" if ratio is not None else "unweighed"
         return (
-            f"{worst} of shared wavefronts are conflict replays; ours asks for "
+            f"conflict replays are {share} of all shared wavefronts; ours asks for "
             f"{BANK_CONFLICT_RATIO:.0%} (excess wavefronts of wide accesses are not conflicts)"
         )
     if peer == "uncoalesced-access":
