@@ -150,6 +150,31 @@ def test_ui_process_imports_no_torch():
     assert out.stdout.split() == ["False", "False"], out.stderr
 
 
+async def test_a_pane_empties_its_body_and_keeps_its_head():
+    """Every tab's pane, shown a kernel without results: the head says how to get one, and
+    emptying the body (which `show` does first) leaves the head alone."""
+    from textual.app import App
+
+    from workbench.catalog.discovery import discover
+    from workbench.tui.tabs import TABS, pane_class
+    from workbench.tui.tabs.base import View
+
+    class Panes(App[None]):
+        def compose(self):  # type: ignore[no-untyped-def]
+            for t in TABS:
+                yield pane_class(t)(id=t.id)
+
+    entry = discover([str(ROOT / "kernels" / "vector_add.py")]).find("vector_add")
+    app = Panes()
+    async with app.run_test(size=(170, 45)) as pilot:
+        for t in TABS:
+            pane = app.query_one(f"#{t.id}")
+            view = View(entry, gpu=False, key=t.key, action=t.action)
+            pane.show(view)
+            await pilot.pause()
+            assert text(pane.query_one(".head", Static)).strip() == pane.empty_text(view), t.id
+
+
 async def test_kernel_list_status_filter_sort_and_keys():
     """Status columns come from the store; `/` filters, a header click sorts, Home/End go to
     the ends, `r` keeps the selection."""

@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 
 from workbench.cache.freshness import changed_since
 from workbench.catalog.discovery import KernelEntry
@@ -60,7 +60,11 @@ class Pane(Vertical):
         yield from ()
 
     def clear(self) -> None:
-        """Empty the body (no result for this kernel)."""
+        """Empty the body (no result for this kernel): its tables and texts, not the head."""
+        for table in self.query(DataTable):
+            table.clear()
+        for text in self.query(Static).exclude(".head"):
+            text.update("")
 
     def render_result(self, result: Any, finished: Finished) -> None:
         """Fill the body with a finished (or stored) result."""

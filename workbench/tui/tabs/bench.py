@@ -24,10 +24,6 @@ class BenchPane(Pane):
     def on_mount(self) -> None:
         self.query_one(DataTable).add_columns(*rows.HEADERS)
 
-    def clear(self) -> None:
-        self.query_one(DataTable).clear()
-        self.query_one("#bench-bars", Static).update("")
-
     def add_event(self, event: dict) -> None:
         if event.get("event") == "record":
             self.query_one(DataTable).add_row(*rows.row(BenchRecord.from_dict(event["record"])))

@@ -36,12 +36,6 @@ class CachePane(Pane):
             f"caches and recomputes the keys {view.entry.name}'s inputs are served (a child job)"
         )
 
-    def clear(self) -> None:
-        for table in self.query(DataTable):
-            table.clear()
-        for static in self.query(Static):
-            static.update("")
-
     def render_result(self, result: Any, finished: Finished) -> None:
         self.show_report(result)
 

@@ -20,9 +20,6 @@ class CheckPane(Pane):
     def on_mount(self) -> None:
         self.query_one(DataTable).add_columns(*CHECK_HEADERS)
 
-    def clear(self) -> None:
-        self.query_one(DataTable).clear()
-
     def add_event(self, event: dict) -> None:
         if event.get("event") == "case":
             self.query_one(DataTable).add_row(*check_row(CaseResult.from_dict(event["case"])))

@@ -22,10 +22,6 @@ class ResourcesPane(Pane):
     def on_mount(self) -> None:
         self.query_one(DataTable).add_columns(*RESOURCE_HEADERS)
 
-    def clear(self) -> None:
-        self.query_one(DataTable).clear()
-        self.query_one("#findings", Static).update("")
-
     def add_event(self, event: dict) -> None:
         if event.get("event") == "variant" and event["variant"].get("error"):
             label = event["variant"]["label"]

@@ -39,9 +39,7 @@ class DiagnosisPane(Pane):
 
     def clear(self) -> None:
         self.findings, self.diagnosis, self.steps = [], None, []
-        self.query_one(DataTable).clear()
-        self.query_one("#diagnosis-steps", Static).update("")
-        self.query_one("#diagnosis-detail", Static).update("")
+        super().clear()
 
     def add_event(self, event: dict) -> None:
         if event.get("event") == "step":

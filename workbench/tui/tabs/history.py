@@ -30,10 +30,6 @@ class HistoryPane(Pane):
             f"case across runs (bench runs on a GPU host; the store travels with reports/)"
         )
 
-    def clear(self) -> None:
-        self.query_one(DataTable).clear()
-        self.query_one("#history-sparks", Static).update("")
-
     def render_result(self, result: Any, finished: Finished) -> None:
         table = self.query_one(DataTable)
         sparks = Text()

@@ -43,10 +43,9 @@ class ProfilePane(Pane):
         return no_profile_line(view.entry.name)
 
     def clear(self) -> None:
+        super().clear()
         for table in self.query(DataTable):
-            table.clear()
             table.display = False
-        self.query_one("#profile-findings", Static).update("")
 
     def render_result(self, result: Any, finished: Finished) -> None:
         summary: dict = result

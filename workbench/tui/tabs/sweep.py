@@ -33,9 +33,7 @@ class SweepPane(Pane):
 
     def clear(self) -> None:
         self.rows = []
-        self.query_one(DataTable).clear()
-        self.query_one("#sweep-plot", Static).update("")
-        self.query_one("#sweep-notes", Static).update("")
+        super().clear()
 
     def add_event(self, event: dict) -> None:
         """Live: each config's row as it lands (unranked until the end)."""
