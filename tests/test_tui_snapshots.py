@@ -1,18 +1,27 @@
 """Snapshots of the TUI's stable screens (pytest-textual-snapshot), from real H100 results in the
-store with fixed run ids and times, and a clock held still so ages read the same every run.
+store with fixed run ids and times (the IR tab's from a cross-compile, the Cache tab over a real
+Triton cache), and a clock held still so ages read the same every run.
 `pytest tests/test_tui_snapshots.py --snapshot-update` rewrites them after a wanted change; the
 report of a mismatch (snapshot_report.html) shows both side by side."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import gzip
 import json
+import os
+import shutil
 import time
+from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, cli
 from test_tui import check_result, h100_bench
 
+from workbench.cache import scan
+from workbench.ir.linemap import STAGES
 from workbench.run.store import RunRecord, Store
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.tabs import base
@@ -86,9 +95,11 @@ async def _shown(pilot, kernel: str, *keys: str) -> None:  # type: ignore[no-unt
     names = [e.name for e in app.screen.query_one("KernelList").entries]
     app.screen.query_one("KernelList").cursor_row = names.index(kernel)
     await pilot.pause()
-    await pilot.press(*keys)
-    await app.workers.wait_for_complete()
-    await pilot.pause()
+    for key in keys:
+        await pilot.press(key)
+        assert await asyncio.to_thread(app.queue.wait_idle, 120)  # a job the key started
+        await app.workers.wait_for_complete()
+        await pilot.pause()
     app.clear_notifications()
     # a pane fills its tables from a thread, and their column widths settle a refresh after the
     # rows land: wait until two frames in a row are the same
@@ -101,43 +112,92 @@ async def _shown(pilot, kernel: str, *keys: str) -> None:  # type: ignore[no-unt
         before = now
 
 
-def _matches(snap_compare, kernel: str, *keys: str) -> bool:  # type: ignore[no-untyped-def]
-    """The screen with `kernel` selected and `keys` pressed is its stored snapshot."""
-    app = WorkbenchApp(KERNELS)
+def _matches(snap_compare, kernel: str, *keys: str, more: Sequence[str] = ()) -> bool:  # type: ignore[no-untyped-def]
+    """The screen with `kernel` selected and `keys` pressed is its stored snapshot (`more`:
+    kernel paths listed after the usual ones)."""
+    app = WorkbenchApp([*KERNELS, *more])
     return snap_compare(app, terminal_size=SIZE, run_before=lambda p: _shown(p, kernel, *keys))
 
 
-def test_kernel_list_and_the_check_tab(snap_compare):
-    assert _matches(snap_compare, "pitfall_spill")
+SCREENS = {
+    "kernel_list_and_the_check_tab": ("pitfall_spill",),
+    "bench_tab_with_its_bars": ("vector_add", "2"),
+    "resources_tab": ("pitfall_spill", "3"),
+    "sweep_tab": ("pitfall_spill", "5"),
+    "profile_tab": ("pitfall_spill", "6"),
+    "diagnosis_tab": ("pitfall_spill", "7"),
+    "history_tab": ("vector_add", "h"),
+    "help_screen": ("vector_add", "question_mark"),
+    "options_dialog": ("vector_add", "o"),
+}
+"""Screens of the stored results: the kernel selected, then the keys pressed."""
 
 
-def test_bench_tab_with_its_bars(snap_compare):
-    assert _matches(snap_compare, "vector_add", "2")
+@pytest.mark.parametrize("screen", SCREENS)
+def test_screen(snap_compare, screen: str):
+    assert _matches(snap_compare, *SCREENS[screen])
 
 
-def test_sweep_tab(snap_compare):
-    assert _matches(snap_compare, "pitfall_spill", "5")
+def test_ir_tab(snap_compare, tmp_path):
+    """vector_add cross-compiled for sm_90 at every stage (the IR job runs on CPU), stored with a
+    fixed id and time; the stage files name the kernel by its path in the repository, as they
+    would in any checkout. Into the tab, the cursor on the first tl.load: its TTIR lines marked."""
+    out = cli(
+        "ir", "vector_add", "--stage", "all", "--json",
+        env={"WORKBENCH_REPORTS": str(tmp_path / "ir"), "TRITON_CACHE_DIR": str(tmp_path / "tc")},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    ir = json.loads(out.stdout)["result"]
+    for variant in ir["variants"]:
+        for stage in STAGES:
+            path = Path(variant["artifacts"][stage])
+            path.write_text(path.read_text().replace(f"{ROOT}/", ""))
+    ir["out_dir"] = "reports/runs/ir-vector_add"
+    _record("ir", "vector_add", ir)
+    assert _matches(snap_compare, "vector_add", "4", "enter", "down", "down", "down")
 
 
-def test_profile_tab(snap_compare):
-    assert _matches(snap_compare, "pitfall_spill", "6")
+CACHE_SPEC = """
+import torch
+
+from workbench.catalog.spec import KernelSpec
 
 
-def test_resources_tab(snap_compare):
-    assert _matches(snap_compare, "pitfall_spill", "3")
+def scale(x):
+    out = torch.empty_like(x)
+    scale_tuned[lambda m: (triton.cdiv(x.numel(), m["BLOCK"]),)](x, out, x.numel())
+    return out
 
 
-def test_diagnosis_tab(snap_compare):
-    assert _matches(snap_compare, "pitfall_spill", "7")
+SPEC = KernelSpec(
+    name="tiny_scale",
+    kernel_fn=scale,
+    reference_fn=lambda x: x * 2,
+    make_inputs=lambda shape, dtype, device: (torch.randn(shape, dtype=dtype, device=device),),
+    shapes={"check": [(4096,)]},
+    dtypes=("float32",),
+    jit=(scale_tuned,),
+    noncontig=False,
+)
+"""
+"""Makes the cache fixtures' kernel (whose source is in its keys) a kernel of the list."""
 
 
-def test_history_tab(snap_compare):
-    assert _matches(snap_compare, "vector_add", "h")
-
-
-def test_help_screen(snap_compare):
-    assert _matches(snap_compare, "vector_add", "question_mark")
-
-
-def test_options_dialog(snap_compare):
-    assert _matches(snap_compare, "vector_add", "o")
+def test_cache_tab(snap_compare, tmp_path, monkeypatch):
+    """`k` on a kernel whose compiled and autotune entries Triton 3.9 wrote elsewhere (the
+    cache fixture, written an hour before the clock, which stands still for the job too)."""
+    folder = FIXTURES / "cache_versions"
+    root = tmp_path / "triton-cache"
+    shutil.copytree(folder / "triton_3.9" / "cache", root)
+    for path in root.rglob("*"):
+        os.utime(path, (T0, T0))
+    kernel = tmp_path / "tiny_scale.py"
+    kernel.write_text((folder / "tiny_kernel.py").read_text() + CACHE_SPEC)
+    monkeypatch.chdir(tmp_path)  # the kernel head names the file from here
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(root))
+    monkeypatch.setattr(time, "time", lambda: T0 + 3600)
+    found = scan.scan  # the cache read where Triton keeps it by default, not in this test's tmp
+    monkeypatch.setattr(
+        scan, "scan", lambda where: dataclasses.replace(found(where), root="~/.triton/cache")
+    )
+    assert _matches(snap_compare, "tiny_scale", "k", more=[str(kernel)])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections import Counter
 
@@ -28,6 +29,22 @@ def test_every_key_is_bound_once_where_it_acts():
     assert [kt for kt, n in per_place.items() if n > 1] == []
     shadowed = {k.key for k in keys if k.tab} & {k.key for k in keys if k.tab is None}
     assert shadowed == {"slash"}
+
+
+def test_the_readme_key_table_is_the_keymap():
+    """The key table of README's TUI section names every key of the keymap, and its first column
+    no key the app lacks (`1`-`9` is a range; ctrl+p is Textual's palette)."""
+
+    def keys(text: str) -> set[str]:
+        ranges = re.findall(r"`(\d)`-`(\d)`", text)
+        spans = {str(n) for low, high in ranges for n in range(int(low), int(high) + 1)}
+        return spans | set(re.findall(r"`([^`]+)`", text))
+
+    section = (ROOT / "README.md").read_text().split("## The terminal UI", 1)[1]
+    rows = [line for line in section.split("\n## ", 1)[0].splitlines() if line.startswith("| `")]
+    displays = {k.display for k in keymap.keymap()}
+    assert displays - keys("".join(rows)) == set()
+    assert keys("".join(row.split("|")[1] for row in rows)) - displays == {"ctrl+p"}
 
 
 def test_tab_table_keys_reach_real_pane_methods_and_actions():
