@@ -4,12 +4,13 @@ DataTable, Footer), each launched in a pseudo-terminal as a person would launch 
 The clock runs from the spawn to the first output that holds a row of the list (ANSI codes
 stripped): for the workbench the third kernel's name (the kernel head shows the first), for the
 minimal app its third row. Each app is launched once before the timed launches (its bytecode
-written, its files in the page cache: a person's second launch). Launches alternate between the
-apps so both see the same load; the medians and their ratio are printed (the goal: the
-workbench within 1.2x of the minimal app).
+written, its files in the page cache: a person's second launch). Launches are interleaved, the
+apps' order reversed every round, so that all see the same load and none always follows
+another; printed per app: the median, p20 and p80 of the wall and CPU times, and the ratio of
+its median to the minimal app's (the goal: the workbench within 1.2x).
 It also checks that the UI process, all its tabs imported, has imported neither torch nor triton.
 
-    python benchmarks/tui_startup.py [--runs 7] [--path kernels]
+    python benchmarks/tui_startup.py [--runs 15] [--path kernels]
 """
 
 from __future__ import annotations
@@ -105,21 +106,29 @@ def painted_after(command: list[str], marker: str, env: dict[str, str]) -> tuple
     return found
 
 
-def ui_imports_heavy(paths: list[str]) -> list[str]:
+def ui_imports_heavy() -> list[str]:
     """torch or triton, if the UI process has imported them with every tab loaded."""
     code = (
         "import sys; import workbench.tui.app, workbench.tui.commands\n"
         "from workbench.tui.tabs import TABS, pane_class\n"
         "[pane_class(t) for t in TABS]\n"
-        "print(' '.join(m for m in ('torch', 'triton') if m in sys.modules))"
+        "print('imported:', *(m for m in ('torch', 'triton') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
-    return out.stdout.split()
+    if out.returncode or not out.stdout.startswith("imported:"):
+        raise RuntimeError(f"the UI modules did not import: {out.stderr}")
+    return out.stdout.split()[1:]
+
+
+def spread(values: list[float]) -> tuple[float, float, float]:
+    """Median, p20 and p80."""
+    p20, _, _, p80 = statistics.quantiles(values, n=5, method="inclusive")
+    return statistics.median(values), p20, p80
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=7, help="launches of each app (default 7)")
+    parser.add_argument("--runs", type=int, default=15, help="launches of each app (default 15)")
     parser.add_argument("--path", action="append", default=[], help="kernels (default: ./kernels)")
     args = parser.parse_args()
     kernels = discover(args.path).kernels
@@ -129,32 +138,32 @@ def main() -> int:
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # a person's Python keeps its compiled modules
     env.setdefault("WORKBENCH_REPORTS", str(ROOT / "reports"))
     paths = [a for p in args.path for a in ("--path", p)]
+    marker = kernels[2].name
     apps = {
         "minimal Textual app": ([sys.executable, "-c", MINIMAL], "minimal-row-3"),
-        "python -m workbench": ([sys.executable, "-m", "workbench", *paths], kernels[2].name),
-        "python -m workbench.tui": (
-            [sys.executable, "-m", "workbench.tui", *paths],
-            kernels[2].name,
-        ),
+        "python -m workbench": ([sys.executable, "-m", "workbench", *paths], marker),
+        "python -m workbench.tui": ([sys.executable, "-m", "workbench.tui", *paths], marker),
     }
-    for command, marker in apps.values():  # bytecode written, files cached: a second launch
-        painted_after(command, marker, env)
+    for command, mark in apps.values():  # bytecode written, files cached: a second launch
+        painted_after(command, mark, env)
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in apps}
-    for _ in range(args.runs):
-        for name, (command, marker) in apps.items():
-            times[name].append(painted_after(command, marker, env))
+    for n in range(args.runs):
+        for name in list(apps)[:: 1 if n % 2 == 0 else -1]:
+            times[name].append(painted_after(*apps[name], env))
     wall0 = statistics.median(w for w, _ in times["minimal Textual app"])
     cpu0 = statistics.median(c for _, c in times["minimal Textual app"])
-    print(f"first paint of the list, {args.runs} launches each, {COLUMNS}x{ROWS} pty, medians:")
+    print(
+        f"first paint of the list, {args.runs} launches each, interleaved, {COLUMNS}x{ROWS} pty: "
+        "median (p20-p80), median / the minimal app's median"
+    )
     for name, found in times.items():
-        wall = statistics.median(w for w, _ in found)
-        cpu = statistics.median(c for _, c in found)
+        wall, w20, w80 = spread([w for w, _ in found])
+        cpu, c20, c80 = spread([c for _, c in found])
         print(
-            f"  {name:<24} wall {wall:.3f} s ({min(w for w, _ in found):.3f}-"
-            f"{max(w for w, _ in found):.3f}) {wall / wall0:.2f}x minimal;  "
-            f"CPU {cpu:.2f} s {cpu / cpu0:.2f}x"
+            f"  {name:<24} wall {wall:.3f} s ({w20:.3f}-{w80:.3f}) {wall / wall0:.2f}x;  "
+            f"CPU {cpu:.3f} s ({c20:.3f}-{c80:.3f}) {cpu / cpu0:.2f}x"
         )
-    heavy = ui_imports_heavy(args.path)
+    heavy = ui_imports_heavy()
     said = f"imports {', '.join(heavy)}" if heavy else "no torch, no triton"
     print(f"UI process with every tab imported: {said}")
     return 1 if heavy else 0
