@@ -7,5 +7,8 @@ LINE_KEYS = [
     Binding("down", "move(1)", "down", show=False),
     Binding("pageup", "page(-1)", "page up", show=False),
     Binding("pagedown", "page(1)", "page down", show=False),
+    Binding("home", "jump(1)", "first line", show=False),
+    Binding("end", "jump(-1)", "last line", show=False),
 ]
-"""Line and page moves, shared by the list-like widgets (each adds its own Home/End)."""
+"""Line, page and end moves, shared by the list-like widgets (`action_move`, `action_page`,
+`action_jump`)."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from rich.segment import Segment
 from rich.style import Style
-from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
@@ -26,11 +25,7 @@ class CodeView(ScrollView, can_focus=True):
         "code-view--added",
         "code-view--removed",
     }
-    BINDINGS = [
-        *LINE_KEYS,
-        Binding("home", "jump(1)", "first line", show=False),
-        Binding("end", "jump(-1)", "last line", show=False),
-    ]
+    BINDINGS = LINE_KEYS
 
     cursor: reactive[int] = reactive(1)
     """The 1-based line the cursor is on."""

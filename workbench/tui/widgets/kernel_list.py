@@ -32,8 +32,6 @@ class KernelList(ScrollView, can_focus=True):
     }
     BINDINGS = [
         *LINE_KEYS,
-        Binding("home", "first", "first kernel", show=False),
-        Binding("end", "last", "last kernel", show=False),
         Binding("enter", "choose", "choose", show=False),
     ]
     FLAGS = ("FAIL", "stale", "edited", "error", "crash", "timeout")
@@ -162,11 +160,9 @@ class KernelList(ScrollView, can_focus=True):
     def action_page(self, by: int) -> None:
         self.action_move(by * max(1, self.size.height - 2))
 
-    def action_first(self) -> None:
-        self.action_move(-len(self.entries))
-
-    def action_last(self) -> None:
-        self.action_move(len(self.entries))
+    def action_jump(self, where: int) -> None:
+        """1: the first kernel; -1: the last."""
+        self.action_move(-where * len(self.entries))
 
     def action_choose(self) -> None:
         if self.entries:
