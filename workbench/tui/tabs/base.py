@@ -7,6 +7,7 @@ it never starts work (the screen does, through the app's job queue).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Static
+from textual.widgets.data_table import CursorType
 
 from workbench.cache.freshness import changed_since
 from workbench.catalog.discovery import KernelEntry
@@ -92,6 +94,13 @@ class Pane(Vertical):
         view = getattr(self, "view", None)
         if view is not None:
             self.query_one(".head", Static).update(head_text(view, self.empty_text(view)))
+
+
+def rows_table(table_id: str, headers: Sequence[str], cursor: CursorType = "row") -> DataTable:
+    """A body's table, zebra-striped, its columns in place before it mounts."""
+    table: DataTable = DataTable(id=table_id, zebra_stripes=True, cursor_type=cursor)
+    table.add_columns(*headers)
+    return table
 
 
 STATUS_STYLE = {"ok": "green", "cancelled": "yellow"}

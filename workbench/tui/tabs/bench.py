@@ -11,18 +11,15 @@ from textual.widgets import DataTable, Static
 
 from workbench.bench.report import ceilings_line
 from workbench.bench.result import BenchRecord
-from workbench.tui.tabs.base import Pane
+from workbench.tui.tabs.base import Pane, rows_table
 from workbench.views import bench as rows
 from workbench.views.actions import Finished
 
 
 class BenchPane(Pane):
     def body(self) -> ComposeResult:
-        yield DataTable(id="bench-rows", zebra_stripes=True, cursor_type="row")
+        yield rows_table("bench-rows", rows.HEADERS)
         yield Static(id="bench-bars")
-
-    def on_mount(self) -> None:
-        self.query_one(DataTable).add_columns(*rows.HEADERS)
 
     def add_event(self, event: dict) -> None:
         if event.get("event") == "record":

@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
-from workbench.tui.tabs.base import Pane, View
+from workbench.tui.tabs.base import Pane, View, rows_table
 from workbench.views import cache as rows
 from workbench.views.actions import Finished
 from workbench.views.cache_reach import own_functions, reach_lines
@@ -23,12 +23,8 @@ class CachePane(Pane):
         with VerticalScroll(id="cache-body"):
             yield Static(id="cache-findings")
             yield Static(id="cache-reach")
-            yield DataTable(id="cache-compiled", zebra_stripes=True)
-            yield DataTable(id="cache-tuned", zebra_stripes=True)
-
-    def on_mount(self) -> None:
-        self.query_one("#cache-compiled", DataTable).add_columns(*rows.COMPILED_HEADERS)
-        self.query_one("#cache-tuned", DataTable).add_columns(*rows.TUNED_HEADERS)
+            yield rows_table("cache-compiled", rows.COMPILED_HEADERS, cursor="cell")
+            yield rows_table("cache-tuned", rows.TUNED_HEADERS, cursor="cell")
 
     def empty_text(self, view: View) -> str:
         return (

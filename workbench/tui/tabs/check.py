@@ -8,17 +8,14 @@ from textual.app import ComposeResult
 from textual.widgets import DataTable
 
 from workbench.check.result import CaseResult
-from workbench.tui.tabs.base import Pane
+from workbench.tui.tabs.base import Pane, rows_table
 from workbench.views.actions import Finished
 from workbench.views.rows import CHECK_HEADERS, check_row
 
 
 class CheckPane(Pane):
     def body(self) -> ComposeResult:
-        yield DataTable(id="cases", zebra_stripes=True, cursor_type="row")
-
-    def on_mount(self) -> None:
-        self.query_one(DataTable).add_columns(*CHECK_HEADERS)
+        yield rows_table("cases", CHECK_HEADERS)
 
     def add_event(self, event: dict) -> None:
         if event.get("event") == "case":

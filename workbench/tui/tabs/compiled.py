@@ -9,18 +9,15 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from workbench.tui.tabs.base import Pane
+from workbench.tui.tabs.base import Pane, rows_table
 from workbench.views.actions import Finished
 from workbench.views.rows import RESOURCE_HEADERS, finding_lines, resource_row
 
 
 class ResourcesPane(Pane):
     def body(self) -> ComposeResult:
-        yield DataTable(id="resources", zebra_stripes=True, cursor_type="row")
+        yield rows_table("resources", RESOURCE_HEADERS)
         yield Static(id="findings")
-
-    def on_mount(self) -> None:
-        self.query_one(DataTable).add_columns(*RESOURCE_HEADERS)
 
     def add_event(self, event: dict) -> None:
         if event.get("event") == "variant" and event["variant"].get("error"):

@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Static
 
 from workbench.diagnosis.facts import Diagnosis
 from workbench.diagnosis.finding import Finding
-from workbench.tui.tabs.base import Pane, StartAction
+from workbench.tui.tabs.base import Pane, StartAction, rows_table
 from workbench.views.actions import Finished
 from workbench.views.diagnosis import (
     FINDING_HEADERS,
@@ -27,12 +27,11 @@ SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "cyan", "info":
 class DiagnosisPane(Pane):
     def body(self) -> ComposeResult:
         yield Static(id="diagnosis-steps")
-        yield DataTable(id="diagnosis-rows", zebra_stripes=True, cursor_type="row")
+        yield rows_table("diagnosis-rows", FINDING_HEADERS)
         with VerticalScroll(id="diagnosis-extra"):
             yield Static(id="diagnosis-detail")
 
     def on_mount(self) -> None:
-        self.query_one(DataTable).add_columns(*FINDING_HEADERS)
         self.findings: list[Finding] = []
         self.diagnosis: Diagnosis | None = None
         self.steps: list[str] = []

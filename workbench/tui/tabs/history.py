@@ -11,18 +11,15 @@ from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
 from workbench.bench.history import TREND_HEADERS, trend_row
-from workbench.tui.tabs.base import Pane, View
+from workbench.tui.tabs.base import Pane, View, rows_table
 from workbench.views.actions import Finished
 from workbench.views.bench import spark
 
 
 class HistoryPane(Pane):
     def body(self) -> ComposeResult:
-        yield DataTable(id="history-cases", zebra_stripes=True, cursor_type="row")
+        yield rows_table("history-cases", TREND_HEADERS)
         yield Static(id="history-sparks")
-
-    def on_mount(self) -> None:
-        self.query_one(DataTable).add_columns(*TREND_HEADERS)
 
     def empty_text(self, view: View) -> str:
         return (

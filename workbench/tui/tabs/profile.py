@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
-from workbench.tui.tabs.base import Pane, View
+from workbench.tui.tabs.base import Pane, View, rows_table
 from workbench.views.actions import Finished
 from workbench.views.rows import (
     LINE_HEADERS,
@@ -32,12 +32,8 @@ class ProfilePane(Pane):
         with VerticalScroll(id="profile-body"):
             yield DataTable(id="profile-kernels", zebra_stripes=True)
             yield Static(id="profile-findings")
-            yield DataTable(id="profile-lines", zebra_stripes=True)
-            yield DataTable(id="profile-rules", zebra_stripes=True)
-
-    def on_mount(self) -> None:
-        self.query_one("#profile-rules", DataTable).add_columns(*RULE_HEADERS)
-        self.query_one("#profile-lines", DataTable).add_columns(*LINE_HEADERS)
+            yield rows_table("profile-lines", LINE_HEADERS, cursor="cell")
+            yield rows_table("profile-rules", RULE_HEADERS, cursor="cell")
 
     def empty_text(self, view: View) -> str:
         return no_profile_line(view.entry.name)

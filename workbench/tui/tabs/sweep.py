@@ -13,20 +13,19 @@ from textual.widgets import DataTable, Static
 
 from workbench.sweep import analysis, plot
 from workbench.sweep.space import autotune_snippet
-from workbench.tui.tabs.base import Pane, StartAction
+from workbench.tui.tabs.base import Pane, StartAction, rows_table
 from workbench.views.actions import Finished
 from workbench.views.sweep import HEADERS, rows_of, shared_text, table_order
 
 
 class SweepPane(Pane):
     def body(self) -> ComposeResult:
-        yield DataTable(id="sweep-rows", zebra_stripes=True, cursor_type="row")
+        yield rows_table("sweep-rows", HEADERS)
         with VerticalScroll(id="sweep-extra"):
             yield Static(id="sweep-plot")
             yield Static(id="sweep-notes")
 
     def on_mount(self) -> None:
-        self.query_one(DataTable).add_columns(*HEADERS)
         self.rows: list[dict] = []
         """The table's rows as data, in its order."""
         self.dtype: str | None = None
