@@ -2,33 +2,25 @@
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
-from textual.screen import ModalScreen
-from textual.widgets import DataTable, Label
+from textual.widgets import DataTable
 
-HEADERS = ("key", "does", "where", "here")
+from workbench.tui.screens.dialog import TableDialog
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(TableDialog[None]):
     BINDINGS = [
         Binding("escape", "dismiss", "close"),
         Binding("q", "dismiss", "close", show=False),
         Binding("question_mark", "dismiss", "close", show=False),
     ]
+    DIALOG_ID, TABLE_ID = "help", "help-keys"
+    HEADERS = ("key", "does", "where", "here")
+    INTRO = "keys (ctrl+p: the command palette has every action too; esc closes)"
 
     def __init__(self, rows: list[tuple[str, str, str, str]]) -> None:
         super().__init__()
         self.rows = rows
 
-    def compose(self) -> ComposeResult:
-        with Vertical(id="help", classes="dialog"):
-            yield Label("keys (ctrl+p: the command palette has every action too; esc closes)")
-            yield DataTable(id="help-keys", cursor_type="row", zebra_stripes=True)
-
-    def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        table.add_columns(*HEADERS)
-        table.add_rows(self.rows)
-        table.focus()
+    def fill(self) -> None:
+        self.query_one(DataTable).add_rows(self.rows)

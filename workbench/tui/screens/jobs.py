@@ -5,38 +5,31 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
 
 from workbench.tui.jobqueue import QUEUED, RUNNING, JobQueue, Task
+from workbench.tui.screens.dialog import TableDialog
 
-HEADERS = ("#", "job", "kernel", "state", "progress")
 
-
-class JobsScreen(ModalScreen[Task | None]):
+class JobsScreen(TableDialog[Task | None]):
     BINDINGS = [
         Binding("escape", "dismiss(None)", "close"),
         Binding("x", "cancel_job", "cancel job"),
     ]
+    DIALOG_ID, TABLE_ID = "jobs", "jobs-table"
+    HEADERS = ("#", "job", "kernel", "state", "progress")
+    INTRO = "jobs, newest first (x cancels the highlighted one, enter shows it)"
 
     def __init__(self, queue: JobQueue) -> None:
         super().__init__()
         self.queue = queue
 
-    def compose(self) -> ComposeResult:
-        with Vertical(id="jobs", classes="dialog"):
-            yield Label("jobs, newest first (x cancels the highlighted one, enter shows it)")
-            yield DataTable(id="jobs-table", cursor_type="row", zebra_stripes=True)
-            yield Label(
-                "no job yet: c, s, i, t, k start one on the selected kernel", id="jobs-none"
-            )
+    def below(self) -> ComposeResult:
+        yield Label("no job yet: c, s, i, t, k start one on the selected kernel", id="jobs-none")
 
     def on_mount(self) -> None:
-        self.query_one(DataTable).add_columns(*HEADERS)
-        self.fill()
+        """Refreshed twice a second (TableDialog's own on_mount fills it first)."""
         self.set_interval(0.5, self.fill)
-        self.query_one(DataTable).focus()
 
     def tasks(self) -> list[Task]:
         return sorted(self.queue.tasks, key=lambda t: -t.id)
