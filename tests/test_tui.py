@@ -5,14 +5,17 @@ store."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import io
 import json
 import os
 import shutil
 import time
+from collections.abc import AsyncIterator, Sequence
 
 from conftest import FAULTY, FIXTURES, ROOT
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from workbench.bench.result import BenchRecord, BenchResult, Ceilings
@@ -81,6 +84,17 @@ def h100_bench(kernel: str = "vector_add") -> dict:
     records = [BenchRecord.from_dict({**r, "name": kernel}) for r in doc["records"]]
     ceilings = Ceilings.from_dict(doc["ceilings"])
     return BenchResult(kernel, doc["device"], ceilings, records).to_dict()
+
+
+@contextlib.asynccontextmanager
+async def opened(
+    paths: Sequence[str] = (), size: tuple[int, int] = (170, 45), notifications: bool = False
+) -> AsyncIterator[tuple[WorkbenchApp, Pilot]]:
+    """The app on `paths` (default ./kernels), driven headlessly, once its kernel panel is in."""
+    app = WorkbenchApp(paths)
+    async with app.run_test(size=size, notifications=notifications) as pilot:
+        await until(pilot, lambda: app.screen.ready)
+        yield app, pilot
 
 
 async def settle(app: WorkbenchApp, pilot, timeout: float = 120) -> None:  # type: ignore[no-untyped-def]
@@ -180,8 +194,7 @@ async def test_kernel_list_status_filter_sort_and_keys():
     record("check", "softmax", check_result("softmax", ["passed", "failed"]))
     record("bench", "vector_add", h100_bench())
     record("cache", "softmax", summary={"compile_dirs": 2, "autotune": 3, "dead": 2})
-    app = WorkbenchApp()
-    async with app.run_test(size=(170, 45)) as pilot:
+    async with opened() as (app, pilot):
         await until(pilot, lambda: app.screen.status)
         kernels = app.screen.query_one(KernelList)
         rows = {kernels.get_row_at(i)[0]: kernels.get_row_at(i) for i in range(kernels.row_count)}
@@ -220,9 +233,7 @@ async def test_jobs_outlive_switches_queue_cancel_and_show_errors_where_results_
     its kernel across kernel and tab switches; `x` cancels the hang and the queued jobs run: the
     check with the options chosen for its kernel (float32 only), the compile of a kernel that
     does not compile with the CLI's error (cause, file:line, remedy) where its IR would be."""
-    app = WorkbenchApp([str(FAULTY / "faults.py")])
-    async with app.run_test(size=(170, 45), notifications=True) as pilot:
-        await until(pilot, lambda: app.screen.ready)
+    async with opened([str(FAULTY / "faults.py")], notifications=True) as (app, pilot):
         await select(app, pilot, "fault_hang")
         await pilot.press("c")
         await select(app, pilot, "fault_free_copy")
@@ -288,9 +299,7 @@ async def test_ir_sweep_and_cache_of_one_kernel_then_its_file_changes(tmp_path, 
     shutil.copy(FIXTURES / "sweep_three_name.py", kernel)
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
     (tmp_path / "triton-cache").mkdir()
-    app = WorkbenchApp([str(kernel)])
-    async with app.run_test(size=(170, 45)) as pilot:
-        await until(pilot, lambda: app.screen.ready)
+    async with opened([str(kernel)]) as (app, pilot):
         await pilot.press("i", "t", "k")
         assert [t.action for t in app.queue.tasks] == ["ir", "sweep", "cache"]
         await settle(app, pilot)
@@ -362,9 +371,7 @@ async def test_x_stops_a_cache_job_midway_and_the_scan_stays(tmp_path, monkeypat
     root = tmp_path / "triton-cache"
     shutil.copytree(FIXTURES / "cache_versions" / "triton_3.4" / "cache", root)
     monkeypatch.setenv("TRITON_CACHE_DIR", str(root))
-    app = WorkbenchApp([str(FAULTY / "faults.py")])
-    async with app.run_test(size=(170, 45), notifications=True) as pilot:
-        await until(pilot, lambda: app.screen.ready)
+    async with opened([str(FAULTY / "faults.py")], notifications=True) as (app, pilot):
         await select(app, pilot, "fault_hang")
         await pilot.press("k")
 
@@ -391,9 +398,7 @@ async def test_n_profiles_the_highlighted_sweep_config_on_a_gpu_host(monkeypatch
     monkeypatch.setenv("WORKBENCH_NCU", str(ROOT / "no-such-ncu"))
     recorded = json.loads((FIXTURES / "sweep_h100_matmul16.json").read_text())["result"]
     record("sweep", "sweep_three_name", recorded)
-    app = WorkbenchApp([str(FIXTURES / "sweep_three_name.py")])
-    async with app.run_test(size=(170, 45)) as pilot:
-        await until(pilot, lambda: app.screen.ready)
+    async with opened([str(FIXTURES / "sweep_three_name.py")]) as (app, pilot):
         await show(app, pilot, "sweep")
         pane = app.screen.pane("sweep")
         assert pane.highlighted()["label"] == recorded["shapes"]["4096x4096x4096"]["best"]
@@ -415,9 +420,7 @@ def _import(report: str) -> None:
 async def test_profile_tab_shows_the_stored_profile_or_how_to_make_one(capsys):
     _import("ncu_spill.ncu-rep")  # the CLI's import path records it in this test's store
     capsys.readouterr()
-    app = WorkbenchApp([PITFALLS])
-    async with app.run_test(size=(170, 50), notifications=True) as pilot:
-        await until(pilot, lambda: app.screen.ready)
+    async with opened([PITFALLS], size=(170, 50), notifications=True) as (app, pilot):
         await select(app, pilot, "pitfall_spill")
         await show(app, pilot, "profile", "p")  # greyed here: shows the tab, says why
         assert app.screen.active_tab.id == "profile" and not app.queue.tasks
@@ -438,9 +441,7 @@ async def test_profile_tab_shows_the_stored_profile_or_how_to_make_one(capsys):
 async def test_profile_on_a_gpu_host_is_refused_with_the_sessions_own_problem(monkeypatch):
     monkeypatch.setenv("WORKBENCH_DEVICE", "cuda")
     monkeypatch.setenv("WORKBENCH_NCU", str(ROOT / "no-such-ncu"))
-    app = WorkbenchApp([PITFALLS])
-    async with app.run_test(size=(170, 45)) as pilot:
-        await until(pilot, lambda: app.screen.ready)
+    async with opened([PITFALLS]) as (app, pilot):
         await pilot.press("p")
         await settle(app, pilot)
         await until(pilot, lambda: "[refused]" in head(app, "profile"))
@@ -451,9 +452,7 @@ async def test_profile_on_a_gpu_host_is_refused_with_the_sessions_own_problem(mo
 
 async def test_bench_tab_shows_the_stored_h100_bench_and_b_is_greyed_here():
     record("bench", "vector_add", h100_bench(), file=str(ROOT / "kernels" / "vector_add.py"))
-    app = WorkbenchApp()
-    async with app.run_test(size=(170, 45)) as pilot:
-        await until(pilot, lambda: app.screen.ready)
+    async with opened() as (app, pilot):
         await select(app, pilot, "vector_add")
         assert app.screen.check_action("run", ("bench",)) is None
         await show(app, pilot, "bench", "b")
@@ -476,9 +475,7 @@ async def test_history_tab_marks_a_regression_beyond_the_noise():
                 for k in ("ms", "ms_p20", "ms_p80"):
                     r[k] *= scale
         record("bench", "vector_add", result, started=time.time() - 3600 + n, run_id=f"b{n}")
-    app = WorkbenchApp()
-    async with app.run_test(size=(170, 45)) as pilot:
-        await until(pilot, lambda: app.screen.ready)
+    async with opened() as (app, pilot):
         await select(app, pilot, "vector_add")
         await show(app, pilot, "history", "h")
         shown = head(app, "history")
@@ -497,9 +494,7 @@ async def test_history_tab_marks_a_regression_beyond_the_noise():
 async def test_help_and_palette_come_from_the_keymap():
     from workbench.tui import keymap
 
-    app = WorkbenchApp([PITFALLS])
-    async with app.run_test(size=(170, 45)) as pilot:
-        await until(pilot, lambda: app.screen.ready)
+    async with opened([PITFALLS]) as (app, pilot):
         await pilot.press("question_mark")
         await pilot.pause()
         table = app.screen.query_one("#help-keys", DataTable)
@@ -526,9 +521,7 @@ async def test_help_and_palette_come_from_the_keymap():
 
 
 async def test_q_quits_and_no_job_outlives_the_app():
-    app = WorkbenchApp([str(FAULTY / "faults.py")])
-    async with app.run_test(size=(170, 45)) as pilot:
-        await until(pilot, lambda: app.screen.ready)
+    async with opened([str(FAULTY / "faults.py")]) as (app, pilot):
         await select(app, pilot, "fault_hang")
         await pilot.press("c")
         await until(pilot, lambda: app.queue.running is not None and app.queue.running.total > 0)
@@ -541,9 +534,7 @@ async def test_q_quits_and_no_job_outlives_the_app():
 
 
 async def test_options_refuse_a_bad_config_with_the_clis_problem():
-    app = WorkbenchApp([PITFALLS])
-    async with app.run_test(size=(170, 45)) as pilot:
-        await until(pilot, lambda: app.screen.ready)
+    async with opened([PITFALLS]) as (app, pilot):
         await pilot.press("o")
         await pilot.pause()
         app.screen.query_one("#opt-config").value = "BLOCK_M"

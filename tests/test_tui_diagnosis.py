@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 
 from conftest import FIXTURES, ROOT
-from test_tui import PITFALLS, column, head, record, select, settle, show, text, until
+from test_tui import PITFALLS, column, head, opened, record, select, settle, show, text, until
 from textual.widgets import DataTable, Static
-
-from workbench.tui.app import WorkbenchApp
 
 SPILL = str(ROOT / "kernels" / "pitfalls" / "pitfall_spill.py")
 
@@ -17,9 +15,7 @@ SPILL = str(ROOT / "kernels" / "pitfalls" / "pitfall_spill.py")
 async def test_a_stored_h100_diagnosis_is_ranked_and_its_trial_greyed_without_a_gpu():
     stored = json.loads((FIXTURES / "diagnose_h100" / "spill_full.json").read_text())
     record("diagnose", "pitfall_spill", stored["diagnosis"], file=SPILL)
-    app = WorkbenchApp([PITFALLS])
-    async with app.run_test(size=(170, 45)) as pilot:
-        await until(pilot, lambda: app.screen.ready)
+    async with opened([PITFALLS]) as (app, pilot):
         await select(app, pilot, "pitfall_spill")
         await show(app, pilot, "diagnosis")
         shown = head(app, "diagnosis")
@@ -35,9 +31,7 @@ async def test_a_stored_h100_diagnosis_is_ranked_and_its_trial_greyed_without_a_
 
 
 async def test_g_diagnoses_the_selected_kernel_here():
-    app = WorkbenchApp([PITFALLS])
-    async with app.run_test(size=(170, 45)) as pilot:
-        await until(pilot, lambda: app.screen.ready)
+    async with opened([PITFALLS]) as (app, pilot):
         await select(app, pilot, "pitfall_stride")
         await show(app, pilot, "diagnosis", "g")
         await settle(app, pilot)
