@@ -16,16 +16,55 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 FAULTY = FIXTURES / "faulty"
 
 
+def pytest_addoption(parser, pluginmanager) -> None:
+    """pyproject's `addopts` asks pytest-xdist for `-n auto --dist loadgroup`. Where xdist is
+    absent (not installed, or `-p no:xdist`) those options are accepted and the tests run in
+    this one process, as `-n 0` does."""
+    if pluginmanager.has_plugin("xdist"):
+        return
+    group = parser.getgroup("xdist", "distributed testing (pytest-xdist absent: ignored)")
+    # _addoption: a lowercase short option, as xdist itself declares -n
+    group._addoption("-n", "--numprocesses", dest="numprocesses", default=None)
+    group._addoption("--dist", dest="dist", default="no")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(config, items) -> None:
-    """`-m gpu` tests run only where a CUDA GPU is (the GPU host); elsewhere they are skipped."""
+    """`-m gpu` tests run only where a CUDA GPU is (the GPU host); elsewhere they are skipped.
+
+    Under xdist, tests that share an expensive setup run in one process: those using a module-
+    (or class-, session-) scoped fixture of their own module are one group per module, so that
+    setup runs once; tests that run on the GPU are one group, so they never time kernels side
+    by side. A test marked `xdist_group` by hand keeps its group. Every other test goes to
+    whichever process is free."""
     from workbench.run import machine
 
-    if machine.gpu_present():
+    gpu = machine.gpu_present()
+    if not gpu:
+        skip = pytest.mark.skip(reason="needs a CUDA GPU: run `pytest -m gpu` on the GPU host")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(skip)
+    if not config.pluginmanager.has_plugin("xdist"):
         return
-    skip = pytest.mark.skip(reason="needs a CUDA GPU: run `pytest -m gpu` on the GPU host")
     for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
+        if item.get_closest_marker("xdist_group"):
+            continue
+        if gpu and "gpu" in item.keywords:
+            item.add_marker(pytest.mark.xdist_group("gpu"))
+        elif _shares_a_setup(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def _shares_a_setup(item: pytest.Item) -> bool:
+    """Whether the test uses a fixture, broader than one test, defined in its own module."""
+    module = item.nodeid.split("::")[0]
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in info.name2fixturedefs.values() if info else ():
+        for fixturedef in defs:
+            if fixturedef.scope != "function" and fixturedef.baseid.split("::")[0] == module:
+                return True
+    return False
 
 
 @pytest.fixture(autouse=True)
