@@ -160,10 +160,8 @@ def gather(
                 facts.launch = _nsys_launch_facts(summary, facts.launch)
         return f"{len(opts.imports)} report(s) read"
 
-    # The compiles run beside the GPU steps: the check, then the timings and the profile, which
-    # take the GPU alone (gpu_lock) but not the host. Compiling neighbours happens only for a
-    # spilling kernel, one long enough (a ms) that host load does not move its GPU time: cold, on
-    # an H100, the spilling matmul's neighbours took 25 s of its 57 s, bench and ncu another 25.
+    # The check and the compiles run side by side (the GPU barely works in either); the timings
+    # and the profile come after, alone on the GPU.
     def compiles() -> None:
         step("compile", compile_)
         step("neighbours", neighbours)
@@ -172,6 +170,7 @@ def gather(
     side.start()
     step("check", check)
     step("cache", cache)
+    side.join()
     if gpu:
         step("bench", bench)
         if profile:
@@ -180,7 +179,6 @@ def gather(
         why = "asked not to (--gpu-facts none)" if opts.gpu_facts == "none" else "no GPU here"
         for name in ("bench", "ncu"):
             facts.missing.setdefault(name, why)
-    side.join()
     if opts.imports:
         step("import", imports)
     return out
