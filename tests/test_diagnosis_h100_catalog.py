@@ -29,11 +29,6 @@ PITFALLS = {
     "transformer": "launch-bound",  # 36 launches, the GPU idle 92 % of a call
 }
 TRUE_OF_THE_KERNEL = {
-    # fp32 operands of tl.dot: ncu counts 2.5x the global sectors the v tile needs
-    "attention": {"uncoalesced-access"},
-    "attention_causal": {"uncoalesced-access"},
-    # the twin's grid is 0.43 of a wave: 23 % achieved of 56 % theoretical occupancy
-    "pitfall_bank_conflicts_fixed": {"occupancy-gap"},
     "pitfall_small_grid": {"stall-dominant"},  # 16 programs: too few warps to hide latency
 }
 
