@@ -8,6 +8,7 @@ keeps them when it cancels the job midway or it times out.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from workbench.cache import keys, live
@@ -29,12 +30,14 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
     gpu = ctx.device == "cuda"
     arch = int(params.get("arch") or (compat.device_arch() if gpu else 90))
     tuners = {id(compat.base_function(j)): j for j in spec.jit if _is_tuner(j)}
-    inputs = _launches(spec, ctx.device)
+    inputs = []
     compile_dirs: dict[str, str] = {}
     groups: dict[tuple[int, tuple], list[dict]] = {}
     target = compat.gpu_target(arch)
-    for item in inputs:
-        for launch in item["launches"]:
+    # One input at a time, its launches read and let go before the next is made: a library's
+    # bench inputs held together took 18 GB of host memory (softmax_online's).
+    for item in _launches(spec, ctx.device):
+        for launch in item.pop("launches"):
             bound = compat.bind_launch(launch.fn, target, launch.args, launch.kwargs)
             compile_dirs.setdefault(live.compile_dir(launch.fn, bound, arch), item["label"])
             tuner = tuners.get(id(launch.fn))
@@ -42,7 +45,9 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
                 named = _named(tuner, launch)
                 group = groups.setdefault((id(launch.fn), keys.tuning_key(named, tuner.keys)), [])
                 if item["label"] not in [g["label"] for g in group]:
-                    group.append({**item, "named": named})
+                    fingerprints = {k: _fingerprint(v) for k, v in named.items()}
+                    group.append({**item, "named": fingerprints})
+        inputs.append(item)
     names = {compat.base_function(t).__name__[:150] for t in tuners.values()}
     tuned = [t for t in params.get("tuned", []) if t["kernel"] in names]
     autotune = [_reach(t, tuners, groups, arch) for t in tuned]
@@ -88,21 +93,22 @@ def _function(j: Any) -> dict:
     return info
 
 
-def _launches(spec: KernelSpec, device: str) -> list[dict]:
+def _launches(spec: KernelSpec, device: str) -> Iterator[dict]:
     """The launches of every check and bench input (dtype x shape x layout), recorded only."""
     from workbench.ir.capture import intercepted
     from workbench.runtime import tensors
 
     targets = {id(compat.base_function(j)) for j in spec.jit} if spec.jit else None
-    out = []
+    seen = set()
     for dtype_name in spec.dtypes or (None,):
         dtype = tensors.torch_dtype(dtype_name) if dtype_name else None
         for set_name in spec.shapes:
             for shape in spec.shape_set(set_name):
                 for layout in ("contiguous", "strided") if spec.noncontig else ("contiguous",):
                     label = f"{dtype_name or '-'} {'x'.join(map(str, shape)) or '-'} {layout}"
-                    if any(o["label"] == label for o in out):
+                    if label in seen:
                         continue
+                    seen.add(label)
                     item: dict = {
                         "label": label,
                         "shape": shape,
@@ -118,8 +124,8 @@ def _launches(spec: KernelSpec, device: str) -> list[dict]:
                             spec.kernel_fn(*args)
                     except Exception as exc:  # noqa: BLE001 - one input failing leaves the rest
                         item["error"] = f"{label}: {type(exc).__name__}: {exc}"
-                    out.append(item)
-    return out
+                    args = None  # the input goes before the next one is made
+                    yield item
 
 
 def _named(tuner: Any, launch: Any) -> dict:
