@@ -55,21 +55,31 @@ SPEC = KernelSpec(
 )
 '''
 
-# Triton's own Autotuner.check_disk_cache writes the entry (sm_90 given as the target; the
-# timings are placeholders: tuning needs a GPU).
-WRITE_ENTRY = """
-import importlib.util, sys
+KEY = [1000, "torch.float32", "torch.float32"]  # the tuning key of the check shape
+
+# Triton's own Autotuner.check_disk_cache writes an entry per kernel file given, each file the
+# kernel's source at one moment (sm_90 given as the target; the timings are placeholders: tuning
+# needs a GPU), and prints the path of each entry written, relative to the cache root.
+WRITE_ENTRIES = """
+import importlib.util, json, os, sys
 from types import SimpleNamespace
 from triton.backends.compiler import GPUTarget
 from triton.runtime import autotuner
-spec = importlib.util.spec_from_file_location("k", sys.argv[1])
-mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
 target = GPUTarget("cuda", 90, 32)
 autotuner.driver = SimpleNamespace(active=SimpleNamespace(get_current_target=lambda: target))
-t = mod.tiny_kernel
-def bench():
-    t.configs_timings = {c: [0.02 - 0.01 * i] * 3 for i, c in enumerate(t.configs)}
-t.check_disk_cache(tuple(__import__("json").loads(sys.argv[2])), t.configs, bench)
+root = os.environ["TRITON_CACHE_DIR"]
+def entries():
+    return {os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs}
+for i, path in enumerate(sys.argv[2:]):
+    spec = importlib.util.spec_from_file_location(f"k{i}", path)
+    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+    t = mod.tiny_kernel
+    def bench():
+        t.configs_timings = {c: [0.02 - 0.01 * i] * 3 for i, c in enumerate(t.configs)}
+    before = entries()
+    t.check_disk_cache(tuple(json.loads(sys.argv[1])), t.configs, bench)
+    [written] = entries() - before
+    print(written)
 """
 
 
@@ -79,46 +89,62 @@ def cache(*args: str) -> dict:
     return json.loads(out.stdout)
 
 
+def unreachable(report: dict) -> list[dict]:
+    return [f for f in report["findings"] if f["id"] == "autotune-unreachable"]
+
+
 def test_served_then_unreachable_after_an_edit_then_cleared(tmp_path):
+    """One cache holds two entries Triton wrote: one for the kernel's source (`entry`), one for
+    the source after an edit of a comment (`later`). Before the edit the first is served and the
+    second unreachable; after it, the first is the stale one, cleared; the second is served."""
     kernel = tmp_path / "tiny_tuned.py"
     kernel.write_text(KERNEL)
+    edited = KERNEL.replace("# EDIT", "# edited")  # a comment is in the key too
+    (tmp_path / "edited").mkdir()
+    (tmp_path / "edited" / "tiny_tuned.py").write_text(edited)
     root = tmp_path / "triton-cache"
     root.mkdir()
     where = ("tiny_tuned", "--dir", str(root), "--path", str(kernel))
-
-    first = cache(*where)
-    [key] = first["reach"]["keys"]
-    assert key["key"] == [1000, "torch.float32", "torch.float32"]
     env = {**os.environ, "TRITON_CACHE_DIR": str(root), "TRITON_INTERPRET": "0"}
-    args = [sys.executable, "-c", WRITE_ENTRY, str(kernel), json.dumps(key["key"])]
-    subprocess.run(args, check=True, env=env, capture_output=True)
+    kernels = [str(kernel), str(tmp_path / "edited" / "tiny_tuned.py")]
+    args = [sys.executable, "-c", WRITE_ENTRIES, json.dumps(KEY), *kernels]
+    proc = subprocess.run(args, check=True, env=env, capture_output=True, text=True)
+    entry, later = proc.stdout.split()
+    assert Path(entry).parent != Path(later).parent
 
     served = cache(*where)
     reach = CacheReach.from_dict(served["reach"])  # the job's result, as the report carries it
     assert reach.to_dict() == served["reach"] and CacheReach.from_dict(reach.to_dict()) == reach
-    [entry] = reach.autotune
-    assert entry["reachable"] and entry["inputs"] == key["inputs"]
-    assert "autotune-unreachable" not in [f["id"] for f in served["findings"]]
-    assert served["scan"]["tuned"][0]["best"] == 1  # the lower p50 is what Triton serves
+    [key] = reach.keys
+    assert key["key"] == KEY
+    by_path = {a["path"]: a for a in reach.autotune}
+    assert sorted(by_path) == sorted([entry, later])
+    assert by_path[entry]["reachable"] and by_path[entry]["inputs"] == key["inputs"]
+    assert not by_path[later]["reachable"]  # the edited source's key leads elsewhere: here
+    assert by_path[later]["expected_dir"] == Path(entry).parent.name
+    [finding] = unreachable(served)
+    assert finding["remove"] == [later]
+    best = {t["dir"]: t["best"] for t in served["scan"]["tuned"]}
+    assert best[str(Path(entry).parent)] == 1  # the lower p50 is what Triton serves
 
-    kernel.write_text(KERNEL.replace("# EDIT", "# edited"))  # a comment is in the key too
-    stale = cache(*where)
-    assert not stale["reach"]["autotune"][0]["reachable"]
-    [finding] = [f for f in stale["findings"] if f["id"] == "autotune-unreachable"]
-    assert finding["remove"] == [entry["path"]]
-
-    path = root / entry["path"]
+    kernel.write_text(edited)
+    path = root / entry
     old = time.time() - 3600
     os.utime(path, (old, old))
     dry = cache("clear", *where, "--stale-only")
-    assert [r["path"] for r in dry["clear"]["planned"]] == [entry["path"]] and path.exists()
+    [finding] = unreachable(dry)  # the report the clear plans from: after the edit
+    assert finding["remove"] == [entry]
+    assert [r["path"] for r in dry["clear"]["planned"]] == [entry] and path.exists()
     done = cache("clear", *where, "--stale-only", "--yes")
-    assert done["clear"]["removed"] == [entry["path"]] and not path.exists()
-    assert not path.parent.exists()
+    assert done["clear"]["removed"] == [entry] and not path.exists()
+    assert not path.parent.exists() and (root / later).exists()
 
     resolved = cache(*where)
-    assert resolved["reach"]["autotune"] == []
-    assert "autotune-unreachable" not in [f["id"] for f in resolved["findings"]]
+    [key] = resolved["reach"]["keys"]
+    assert key["key"] == KEY
+    [kept] = resolved["reach"]["autotune"]
+    assert kept["path"] == later and kept["reachable"] and kept["inputs"] == key["inputs"]
+    assert unreachable(resolved) == []
 
 
 def test_text_report_and_bad_dir(tmp_path):
