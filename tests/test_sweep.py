@@ -233,7 +233,7 @@ async def test_sweep_pane_shows_live_rows_and_a_finished_sweep(three_name):
         ]
         done = SweepResult.from_dict(result | {"rows": rows})
         pane.clear()  # what Pane.show does before it renders a finished result
-        pane.render_result(done.to_dict(), Finished("sweep", "sweep_three_name", "ok"))
+        pane.render_result(done, Finished("sweep", "sweep_three_name", "ok"))
         notes = sweep_lines(done)
         assert notes[0].startswith("sweep sweep_three_name: 3 config(s) x 1 shape(s)")
         assert notes[1].startswith("best")

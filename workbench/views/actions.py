@@ -73,7 +73,8 @@ class Finished:
     status: str
     """ok | error | timeout | crash | cancelled | refused (stopped before any job started)."""
     result: Any = None
-    """CheckReport, IrResult, BenchResult, a sweep result, a cache report or an ncu summary."""
+    """CheckReport, IrResult, BenchResult, SweepResult, Diagnosis or bench trends; a cache report
+    and an ncu summary stay the dicts `cache --json` prints and profile.json holds."""
     problems: list[tuple[str, Problem]] = field(default_factory=list)
     """(prefix, problem) as the CLI prints them: "error", "case error", "not saved", a config."""
     lines: list[str] = field(default_factory=list)
@@ -251,7 +252,7 @@ def run_sweep(
         "sweep",
         entry.name,
         last.status if last and result is None else "ok" if result else "error",
-        result=result.to_dict() if result else None,  # the Sweep tab reads the dict
+        result=result,
         problems=[("error", o.problem) for o in outcomes if o.problem],
         run_id=last.run_id if last else None,
         started=started,
@@ -445,11 +446,17 @@ def typed(kind: str, result: dict | None) -> Any:
         from workbench.bench.result import BenchResult
 
         return BenchResult.from_dict(result)
+    if kind == "sweep":
+        from workbench.sweep.result import SweepResult
+
+        # as recorded: from_dict would explain the rows anew, and a run stored under an older
+        # analysis would then read differently from what it said when it ran
+        return SweepResult(**result)
     if kind == "diagnose":
         from workbench.diagnosis.facts import Diagnosis
 
         return Diagnosis.from_dict(result)
-    return result
+    raise ValueError(f"no typed result for {kind} (cache reports and ncu summaries stay dicts)")
 
 
 def result_problems(kind: str, result: Any) -> list[tuple[str, Problem]]:
@@ -495,9 +502,7 @@ def verdict_lines(kind: str, result: Any) -> list[str]:
             + (f", {s['errors']} error(s)" if s["errors"] else "")
         ]
     if kind == "sweep":
-        from workbench.sweep.result import SweepResult
-
-        return sweep_lines(SweepResult.from_dict(result))
+        return sweep_lines(result)
     if kind == "diagnose":
         from workbench.views.diagnosis import roofline_text, summary_line
 

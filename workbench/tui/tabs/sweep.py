@@ -4,14 +4,13 @@ the config set to paste into @triton.autotune. `n` profiles the highlighted conf
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from workbench.sweep import analysis, plot
+from workbench.sweep.result import SweepResult
 from workbench.sweep.space import autotune_snippet
 from workbench.tui.tabs.base import Pane, StartAction, rows_table
 from workbench.views.actions import Finished
@@ -43,26 +42,25 @@ class SweepPane(Pane):
             cells = rows_of([row], short=False)[0]
             self.query_one(DataTable).add_row("-", *cells[1:])  # ranked when the sweep ends
 
-    def render_result(self, result: Any, finished: Finished) -> None:
-        result = result if "shapes" in result else analysis.summarize(dict(result))
-        self.dtype = result.get("dtype")
+    def render_result(self, result: SweepResult, finished: Finished) -> None:
+        self.dtype = result.dtype
         table = self.query_one(DataTable)
         plots, notes = [], []
         self.rows = []
-        for shape, rows in analysis.by_shape(result["rows"]).items():
+        for shape, rows in analysis.by_shape(result.rows).items():
             self.rows += table_order(rows)
             for cells in rows_of(rows):
                 table.add_row(*cells[:1], f"{shape} {cells[1]}", *cells[2:])
             if any(r["status"] == analysis.TIMED for r in rows):
                 plots += [shape, *plot.bars(rows, width=30)]
-            info = result["shapes"][shape]
+            info = result.shapes[shape]
             if shared_text(rows):
                 notes.append(f"{shape}: {shared_text(rows)}")
             if (info.get("triton") or {}).get("label"):
                 notes.append(f"{shape}: Triton's autotuner picks {info['triton']['label']}")
             if info.get("finding"):
                 notes.append(f"{shape}: {info['finding']}")
-        chosen = (result.get("minimal_set") or {}).get("configs")
+        chosen = result.minimal_set.get("configs")
         if chosen:
             notes.append(autotune_snippet(chosen))
         self.query_one("#sweep-plot", Static).update(
