@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from workbench.views.cache_reach import reach_lines
+from workbench.views.cache_reach import reach_lines, reach_of
 from workbench.views.text import table
 
 COMPILED_HEADERS = (
@@ -92,7 +92,7 @@ def report_text(report: dict) -> str:
     if s["tuned"]:
         lines += ["", table(TUNED_HEADERS, [tuned_row(t, now) for t in s["tuned"]])]
     if report.get("reach"):
-        lines += ["", *reach_lines(report)]
+        lines += ["", *reach_lines(reach_of(report))]
     if report.get("problem"):
         p = report["problem"]
         lines += ["", f"problem: {p['cause']}\n  remedy: {p['remedy']}"]

@@ -5,7 +5,6 @@ kernel's own entries."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -15,7 +14,7 @@ from textual.widgets import DataTable, Static
 from workbench.tui.tabs.base import Pane, View, rows_table
 from workbench.views import cache as rows
 from workbench.views.actions import Finished
-from workbench.views.cache_reach import own_functions, reach_lines
+from workbench.views.cache_reach import own_functions, reach_lines, reach_of
 
 
 class CachePane(Pane):
@@ -32,20 +31,22 @@ class CachePane(Pane):
             f"caches and recomputes the keys {view.entry.name}'s inputs are served (a child job)"
         )
 
-    def render_result(self, result: Any, finished: Finished) -> None:
+    def render_result(self, result: dict, finished: Finished) -> None:
         self.show_report(result)
 
     def show_report(self, report: dict) -> None:
         """The dict `workbench cache --json` prints (`cache.report.build_report`): findings
-        first, the kernel's keys, then its own entries (every entry when its keys are unknown)."""
+        first, the kernel's keys, then its own entries (every entry when its keys are unknown).
+        A dict by design: built in this process around the cache job's typed `reach`."""
         s, now = report["scan"], time.time()
         self.query_one("#cache-findings", Static).update(
             Text(rows.finding_text(report["findings"]))
         )
-        own = own_functions(report)
+        reach = reach_of(report)
+        own = own_functions(reach)
         compiled = [c for c in s["compiled"] if own is None or c["name"] in own]
         tuned = [t for t in s["tuned"] if own is None or t["kernel"] in own]
-        lines = reach_lines(report)
+        lines = reach_lines(reach)
         if own is not None:
             lines.append(
                 f"its own entries below: {len(compiled)} of {len(s['compiled'])} compiled, "
