@@ -3,8 +3,6 @@ host): per-launch facts, measured findings with their line and fix, hot lines, N
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -43,22 +41,23 @@ class ProfilePane(Pane):
         for table in self.query(DataTable):
             table.display = False
 
-    def render_result(self, result: Any, finished: Finished) -> None:
-        summary: dict = result
-        headers, facts = profile_facts(summary)
+    def render_result(self, result: dict, finished: Finished) -> None:
+        """The ncu summary: a dict by design (profile.json, what `profile --json` prints); the
+        profile-target job's TargetResult stays with the session that reads ncu's report."""
+        headers, facts = profile_facts(result)
         kernels = self.query_one("#profile-kernels", DataTable)
         kernels.clear(columns=True)
         kernels.add_columns(*headers)
         tables = {
             "#profile-kernels": facts,
-            "#profile-rules": rule_rows(summary),
-            "#profile-lines": hot_line_rows(summary),
+            "#profile-rules": rule_rows(result),
+            "#profile-lines": hot_line_rows(result),
         }
         for selector, rows in tables.items():
             table = self.query_one(selector, DataTable)
             table.add_rows(rows)
             table.display = bool(rows)
-        self.query_one("#profile-findings", Static).update(findings_grid(summary))
+        self.query_one("#profile-findings", Static).update(findings_grid(result))
 
 
 def findings_grid(summary: dict) -> Table | Text:
