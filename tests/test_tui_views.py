@@ -161,3 +161,57 @@ def test_bench_bars_fill_to_the_eighth_of_a_cell():
     assert bench.bar(1.0, 4) == "████" and bench.bar(2.0, 4) == "████"
     assert bench.bar(0.5, 3) == "█▌ " and bench.bar(0.0, 2) == "  "
     assert bench.bar(1 / 32, 4) == "▏   "
+
+
+def test_a_stored_sweep_reads_back_typed_as_it_was_recorded():
+    """The Sweep tab gets a SweepResult from the store, holding what the H100 run said: its
+    rows' "why" as recorded, not as today's analysis would word them."""
+    from workbench.run.store import RunRecord, Store
+    from workbench.sweep.result import SweepResult
+    from workbench.views import stored
+
+    recorded = json.loads((FIXTURES / "sweep_h100_matmul16.json").read_text())["result"]
+    recorded["rows"][-1]["why"] = "what the run said"
+    Store().record(
+        RunRecord("sweep-1", "sweep", "sweep_three_name", None, {}, "ok", time.time(), 1.0, "h",
+                  "gpu", recorded["summary"], recorded, None, None)
+    )  # fmt: skip
+    entry = discover([str(FIXTURES / "sweep_three_name.py")]).find("sweep_three_name")
+    done = stored.latest("sweep", entry)
+    assert done is not None and isinstance(done.result, SweepResult)
+    assert done.result.to_dict() == recorded
+    assert done.result.rows[-1]["why"] == "what the run said"
+    configs = recorded["summary"]["configs"]
+    assert done.lines[0].startswith(f"sweep {recorded['kernel']}: {configs} config(s) x 1 shape")
+    assert done.lines[1] == f"best 4096x4096x4096: {recorded['summary']['best']['4096x4096x4096']}"
+
+
+def test_only_the_typed_kinds_are_read_back_typed():
+    """A cache report and an ncu summary stay dicts: asking for them typed is a fault."""
+    for kind in ("cache", "profile"):
+        with pytest.raises(ValueError, match=kind):
+            actions.typed(kind, {})
+
+
+def test_cache_reach_is_read_typed_as_the_cli_prints_it():
+    """The H200's `cache verify` report: its reach is the cache job's CacheReach, its lines are
+    what `workbench cache` prints under the tables, its functions name the kernel's entries."""
+    from workbench.views import cache, cache_reach
+
+    report = json.loads((FIXTURES / "cache_gpu" / "h200_verify_h100_tuning.json").read_text())
+    reach = cache_reach.reach_of(report)
+    assert reach is not None and reach.to_dict() == report["reach"]
+    lines = cache_reach.reach_lines(reach)
+    assert lines[0] == "narrow_matmul on Triton 3.6.0, sm_90:"
+    assert len(lines) == 1 + len(reach.keys) + len(reach.autotune) + len(reach.verify)
+    [key] = reach.keys
+    assert lines[1].startswith(f"  narrow_matmul_kernel key {tuple(key['key'])} <- ")
+    assert lines[-1].startswith("  verify narrow_matmul_kernel (")
+    assert lines[-1].endswith(
+        f"served from disk, ok (served {reach.verify[0]['served']['config']})"
+    )
+    assert "\n".join(lines) in cache.report_text(report)
+    assert cache_reach.own_functions(reach) == {"narrow_matmul_kernel"}
+    bare = {**report, "kernel": None, "reach": None}
+    assert cache_reach.reach_of(bare) is None and cache_reach.own_functions(None) is None
+    assert cache_reach.reach_lines(None) == [] and "narrow_matmul on" not in cache.report_text(bare)
