@@ -30,7 +30,7 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
     gpu = ctx.device == "cuda"
     arch = int(params.get("arch") or (compat.device_arch() if gpu else 90))
     tuners = {id(compat.base_function(j)): j for j in spec.jit if _is_tuner(j)}
-    inputs = []
+    input_errors: list[str] = []
     compile_dirs: dict[str, str] = {}
     groups: dict[tuple[int, tuple], list[dict]] = {}
     target = compat.gpu_target(arch)
@@ -47,7 +47,8 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
                 if item["label"] not in [g["label"] for g in group]:
                     fingerprints = {k: _fingerprint(v) for k, v in named.items()}
                     group.append({**item, "named": fingerprints})
-        inputs.append(item)
+        if item.get("error"):
+            input_errors.append(item["error"])
     names = {compat.base_function(t).__name__[:150] for t in tuners.values()}
     tuned = [t for t in params.get("tuned", []) if t["kernel"] in names]
     autotune = [_reach(t, tuners, groups, arch) for t in tuned]
@@ -63,7 +64,7 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
             {"kernel": tuners[fid].base_fn.__name__, "key": list(k), "inputs": _labels(g)}
             for (fid, k), g in groups.items()
         ],
-        input_errors=[i["error"] for i in inputs if i.get("error")],
+        input_errors=input_errors,
     )
     # sent as they come: a cancel keeps them
     ctx.emit({"event": "keys", "reach": reach.to_dict()})

@@ -195,11 +195,11 @@ def conflict_share(k: dict) -> float | None:
     conflicts = {op: _num(k.get(f"smem_bank_conflicts_{op}")) for op in ("ld", "st")}
     if not all(_num(k.get(f"smem_wavefronts_{op}")) for op in conflicts if conflicts[op]):
         return None
-    wavefronts = shared_wavefronts(k)
+    wavefronts = _shared_wavefronts(k)
     return sum(conflicts.values()) / wavefronts if wavefronts else 0.0
 
 
-def shared_wavefronts(k: dict) -> float:
+def _shared_wavefronts(k: dict) -> float:
     """All the shared-memory wavefronts of a launch. The conflict counters and their wavefront
     counters see only the LSU pipe (ld/st.shared); what cp.async, TMA and wgmma move through
     shared memory shows in the per-line source counters alone (on an H100 a 64 x 64 matmul tile:
