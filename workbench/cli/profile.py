@@ -9,7 +9,7 @@ import threading
 import time
 
 from workbench.catalog.discovery import discover
-from workbench.cli.options import add_json_option, add_path_option
+from workbench.cli.options import add_command_options
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import parse_settings
 from workbench.views import rows as views
@@ -60,9 +60,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--timeout", type=float, default=900.0, help="seconds (default 900)")
     p.add_argument("--import", dest="import_file", metavar="FILE", help="read a saved report")
-    add_path_option(p)
-    add_json_option(p)
-    p.set_defaults(run=run)
+    add_command_options(p, run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -171,6 +169,8 @@ def _progress(event: dict) -> None:
             print(f"warm-up (compile, autotune) for {event['range']}", file=sys.stderr)
         elif phase == "range":
             print(f"range {event['range']}: {event['repeats']} call(s)", file=sys.stderr)
+        elif phase == "waiting":
+            print(f"waiting: {event['why']}", file=sys.stderr)
 
 
 def show(result: dict) -> None:

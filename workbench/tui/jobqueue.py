@@ -66,9 +66,11 @@ class Task:
         if kind == "progress" and event.get("total"):
             self.done, self.total = event.get("done", self.done), event["total"]
             self.step = str(event.get("case") or "")
-        elif kind == "phase":  # a profiled child: warmup, range, done
-            self.done, self.total = PHASES.index(event["phase"]) + 1, len(PHASES)
-            self.step = str(event["phase"])
+        elif kind == "phase":  # a profiled child: warmup, range, done; or waiting for the GPU
+            phase = event["phase"]
+            if phase in PHASES:
+                self.done, self.total = PHASES.index(phase) + 1, len(PHASES)
+            self.step = str(event.get("why") or phase)
         elif kind == "tool":
             self.step = str(event.get("line", ""))[:60]
 

@@ -1,0 +1,31 @@
+"""A job's progress as the job bar shows it, from the events its child sends (no Textual)."""
+
+from __future__ import annotations
+
+from workbench.catalog.discovery import KernelEntry
+from workbench.tui.jobqueue import RUNNING, Task
+from workbench.views.actions import Selection
+
+
+def _profile_task() -> Task:
+    task = Task("profile", KernelEntry("vector_add", "vector_add.py", 1), Selection())
+    task.state, task.started_at = RUNNING, 0.0
+    return task
+
+
+def test_a_profiled_child_counts_its_phases_as_steps():
+    task = _profile_task()
+    task.absorb({"event": "phase", "phase": "warmup", "range": "vector_add:1000:float32"})
+    task.absorb({"event": "phase", "phase": "range", "range": "vector_add:1000:float32"})
+    assert (task.done, task.total, task.step) == (2, 3, "range")
+    assert "2/3 steps" in task.describe(now=1.0)
+
+
+def test_waiting_for_the_gpu_is_shown_without_counting_a_step():
+    """Another run holding the GPU lock makes the child wait: the bar says why, the count holds."""
+    task = _profile_task()
+    task.absorb({"event": "phase", "phase": "warmup", "range": "vector_add:1000:float32"})
+    why = "another run holds the GPU (/tmp/workbench-gpu-0.lock)"
+    task.absorb({"event": "phase", "phase": "waiting", "why": why})
+    assert (task.done, task.total) == (1, 3)
+    assert task.describe(now=1.0).endswith(why)
