@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from workbench.bench import metrics
+from workbench.runtime.records import Record, result_dict
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ MEASURED_FIELDS = (
 
 
 @dataclass
-class BenchRecord:
+class BenchRecord(Record):
     name: str
     shape: list[int]
     dtype: str
@@ -112,10 +113,6 @@ class BenchRecord:
                 out[f.name] = value
         return out
 
-    @classmethod
-    def from_dict(cls, d: dict) -> BenchRecord:
-        return cls(**{f.name: d.get(f.name) for f in fields(cls) if f.name in d})
-
 
 @dataclass(frozen=True)
 class Sample:
@@ -146,21 +143,16 @@ def case_record(
         rec.reason = f"correctness check {status}: {sample.reason}"
         rec.problem = sample.problem
         return rec
-    t = sample.timings
-    figures = metrics.derived(t, ceil.copy_gbps, ceil.matmul_rate(dtype))
+    figures = metrics.derived(sample.timings, ceil.copy_gbps, ceil.matmul_rate(dtype))
+    # The timings go on the record under their own names; the compiled time only by its figures.
+    timed = {k: v for k, v in asdict(sample.timings).items() if k != "compiled"}
     return replace(
         rec,
+        **timed,
         **figures,
         note=sample.note,
         launch=sample.launch,
-        ms=t.ms,
-        ms_p20=t.ms_p20,
-        ms_p80=t.ms_p80,
-        bytes=t.bytes,
-        flops=t.flops,
-        torch_ms=t.torch_ms,
         compile_mode=compile_mode,
-        input_sets=t.input_sets,
     )
 
 
@@ -186,15 +178,7 @@ class BenchResult:
         }
 
     def to_dict(self) -> dict:
-        return {
-            "kernel": self.kernel,
-            "device": self.device,
-            "mode": self.mode,
-            "correct": self.correct,
-            "summary": self.summary(),
-            "ceilings": self.ceilings.to_dict(),
-            "records": [r.to_dict() for r in self.records],
-        }
+        return result_dict(self, "ceilings", "records")
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> BenchResult:

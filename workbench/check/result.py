@@ -7,13 +7,14 @@ stored before a fact existed reads back with it.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 
 from workbench.check import verdict
+from workbench.runtime.records import Record, result_dict
 
 
 @dataclass
-class CaseResult:
+class CaseResult(Record):
     shape_set: str
     shape: list[int]
     dtype: str
@@ -47,14 +48,6 @@ class CaseResult:
     problem: dict | None = None
     seconds: float = 0.0
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> CaseResult:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
-
 
 @dataclass
 class CheckReport:
@@ -85,14 +78,7 @@ class CheckReport:
         return by
 
     def to_dict(self) -> dict:
-        return {
-            "kernel": self.kernel,
-            "device": self.device,
-            "mode": self.mode,
-            "correct": self.correct,
-            "summary": self.summary(),
-            "cases": [c.to_dict() for c in self.cases],
-        }
+        return result_dict(self, "cases")
 
     @classmethod
     def from_dict(cls, d: dict) -> CheckReport:

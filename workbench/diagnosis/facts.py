@@ -8,16 +8,18 @@ Nsight Compute and Nsight Systems). `missing` says what was not gathered and why
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.bench.result import BenchResult
 from workbench.check.result import CheckReport
 from workbench.diagnosis.finding import Finding
+from workbench.runtime.records import Record
 
 
 @dataclass
-class LaunchFacts:
+class LaunchFacts(Record):
     """How the kernel's workload launches, from Nsight Systems and from timing it eagerly and
     replayed from one CUDA graph."""
 
@@ -42,13 +44,11 @@ class LaunchFacts:
             return None
         return max(0.0, 1.0 - self.gpu_busy_ns / self.wall_ns)
 
-    @classmethod
-    def from_dict(cls, d: dict) -> LaunchFacts:
-        return cls(**{f.name: d.get(f.name) for f in fields(cls)})
-
 
 @dataclass
-class Facts:
+class Facts(Record):
+    """Its JSON (`to_dict`) is what a diagnosis can be replayed from (tests/fixtures/diagnosis)."""
+
     kernel: str
     file: str | None = None
     arch: str | None = None
@@ -71,43 +71,21 @@ class Facts:
     missing: dict[str, str] = field(default_factory=dict)
     """fact -> why it was not gathered ("ncu": "no GPU on this host")."""
 
-    def to_dict(self) -> dict:
-        """Plain JSON: what a diagnosis can be replayed from (tests/fixtures/diagnosis)."""
-        return {
-            "kernel": self.kernel,
-            "file": self.file,
-            "arch": self.arch,
-            "gpu": self.gpu,
-            "check": self.check.to_dict() if self.check else None,
-            "compile_findings": [f.to_dict() for f in self.compile_findings],
-            "configs": self.configs,
-            "bench": self.bench.to_dict() if self.bench else None,
-            "ncu": self.ncu,
-            "launch": asdict(self.launch) if self.launch else None,
-            "cache": [f.to_dict() for f in self.cache],
-            "missing": self.missing,
-        }
-
     @classmethod
-    def from_dict(cls, d: dict) -> Facts:
-        return cls(
-            kernel=d["kernel"],
-            file=d.get("file"),
-            arch=d.get("arch"),
-            gpu=d.get("gpu"),
-            check=CheckReport.from_dict(d["check"]) if d.get("check") else None,
-            compile_findings=[Finding.from_dict(f) for f in d.get("compile_findings") or []],
-            configs=d.get("configs") or [],
-            bench=BenchResult.from_dict(d["bench"]) if d.get("bench") else None,
-            ncu=d.get("ncu"),
-            launch=LaunchFacts.from_dict(d["launch"]) if d.get("launch") else None,
-            cache=[Finding.from_dict(f) for f in d.get("cache") or []],
-            missing=d.get("missing") or {},
-        )
+    def parsed_fields(cls, d: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "check": CheckReport.from_dict(d["check"]) if d.get("check") else None,
+            "compile_findings": [Finding.from_dict(f) for f in d.get("compile_findings") or []],
+            "configs": d.get("configs") or [],
+            "bench": BenchResult.from_dict(d["bench"]) if d.get("bench") else None,
+            "launch": LaunchFacts.from_dict(d["launch"]) if d.get("launch") else None,
+            "cache": [Finding.from_dict(f) for f in d.get("cache") or []],
+            "missing": d.get("missing") or {},
+        }
 
 
 @dataclass
-class Diagnosis:
+class Diagnosis(Record):
     kernel: str
     findings: list[Finding]
     """Ranked: most to gain first."""
@@ -119,23 +97,10 @@ class Diagnosis:
     """Our findings beside Nsight Compute's rules: agree, differ, and why."""
     missing: dict[str, str] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
-        return {
-            "kernel": self.kernel,
-            "findings": [f.to_dict() for f in self.findings],
-            "roofline": self.roofline,
-            "routing": self.routing,
-            "agreement": self.agreement,
-            "missing": self.missing,
-        }
-
     @classmethod
-    def from_dict(cls, d: dict) -> Diagnosis:
-        return cls(
-            d["kernel"],
-            [Finding.from_dict(f) for f in d["findings"]],
-            d.get("roofline"),
-            d.get("routing"),
-            d.get("agreement") or [],
-            d.get("missing") or {},
-        )
+    def parsed_fields(cls, d: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "findings": [Finding.from_dict(f) for f in d["findings"]],
+            "agreement": d.get("agreement") or [],
+            "missing": d.get("missing") or {},
+        }

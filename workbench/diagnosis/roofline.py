@@ -15,6 +15,7 @@ from workbench.diagnosis.facts import Facts, LaunchFacts
 from workbench.diagnosis.finding import Finding
 from workbench.diagnosis.pitfalls import fix_text, limit
 from workbench.diagnosis.registry import detector
+from workbench.runtime.records import fields_dict
 
 NEAR_PEAK = 0.75
 """Fraction of the ceiling from which a kernel is near it: Triton's memory-bound kernels top out
@@ -86,17 +87,8 @@ class Placement:
         return ", ".join(f"{name} {f[key]:.0f}%" for name, key in units if f.get(key) is not None)
 
     def to_dict(self) -> dict:
-        return {
-            "source": self.source,
-            "bound": self.bound,
-            "ratio": self.ratio,
-            "ceiling": self.ceiling,
-            "headroom": self.headroom,
-            "near_peak": self.near_peak,
-            "idle": self.idle,
-            "text": self.text,
-            **self.figures,
-        }
+        keys = ("source", "bound", "ratio", "ceiling", "headroom", "near_peak", "idle", "text")
+        return {**fields_dict(self, *keys), **self.figures}
 
 
 def place(facts: Facts) -> Placement | None:

@@ -26,6 +26,7 @@ from workbench.report.doc import Code, Link, Page, para, table
 from workbench.report.sections import PARTS, Images, kernel_page
 from workbench.run.store import Store
 from workbench.runtime.errors import Problem, fail
+from workbench.runtime.records import Record
 
 FORMATS = ("md", "html")
 KERNELS_DIR = "kernels"
@@ -34,7 +35,7 @@ NAME_LIMIT = 64
 
 
 @dataclass
-class Written:
+class Written(Record):
     kernel: str
     page: Path
     images: list[Path]
@@ -42,30 +43,13 @@ class Written:
     missing: list[str] = field(default_factory=list)
     """Commands that would fill the parts not run yet."""
 
-    def to_dict(self) -> dict:
-        return {
-            "kernel": self.kernel,
-            "page": str(self.page),
-            "images": [str(p) for p in self.images],
-            "problems": [p.to_dict() for p in self.problems],
-            "missing": self.missing,
-        }
-
 
 @dataclass
-class Report:
+class Report(Record):
     out: Path
     format: str
     index: Path | None
     kernels: list[Written]
-
-    def to_dict(self) -> dict:
-        return {
-            "out": str(self.out),
-            "format": self.format,
-            "index": str(self.index) if self.index else None,
-            "kernels": [k.to_dict() for k in self.kernels],
-        }
 
 
 def safe_names(names: list[str]) -> dict[str, str]:
