@@ -18,7 +18,7 @@ from workbench.bench import report as benchreport
 from workbench.bench.result import BenchRecord
 from workbench.catalog.discovery import KernelEntry, discover
 from workbench.catalog.spec import DTYPES
-from workbench.cli.options import add_json_option, add_path_option
+from workbench.cli.options import add_command_options
 from workbench.run import machine, store
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import parse_shape
@@ -67,9 +67,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="with --resume: run this kernel again even if it finished (repeatable)",
     )
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per job (default 900)")
-    add_path_option(p)
-    add_json_option(p)
-    p.set_defaults(run=run)
+    add_command_options(p, run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ import argparse
 from workbench.cache import clear
 from workbench.cache.report import build_report, owned_entries
 from workbench.catalog.discovery import discover
-from workbench.cli.options import add_json_option, add_path_option
+from workbench.cli.options import add_command_options
 from workbench.runtime.errors import fail
 from workbench.views.cache import report_text
 from workbench.views.text import print_json, table
@@ -32,9 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stale-only", action="store_true", help="clear: only stale entries")
     p.add_argument("--autotune-only", action="store_true", help="clear: only autotune results")
     p.add_argument("--yes", action="store_true", help="clear: remove (default: a dry run)")
-    add_path_option(p)
-    add_json_option(p)
-    p.set_defaults(run=run)
+    add_command_options(p, run)
 
 
 def run(args: argparse.Namespace) -> int:

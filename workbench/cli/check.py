@@ -8,7 +8,7 @@ import sys
 from workbench.catalog.discovery import KernelEntry, discover
 from workbench.catalog.spec import DTYPES
 from workbench.check.result import CaseResult, CheckReport
-from workbench.cli.options import add_json_option, add_path_option
+from workbench.cli.options import add_command_options
 from workbench.run import jobs
 from workbench.runtime.errors import Problem, fail
 from workbench.views.rows import CHECK_HEADERS, check_row, check_verdict
@@ -27,9 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "'derived' (irregular sizes cut from them)",
     )
     p.add_argument("--timeout", type=float, default=900.0, help="seconds (default 900)")
-    add_path_option(p)
-    add_json_option(p)
-    p.set_defaults(run=run)
+    add_command_options(p, run)
 
 
 def run(args: argparse.Namespace) -> int:

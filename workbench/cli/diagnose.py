@@ -11,7 +11,7 @@ import sys
 
 from workbench.catalog.discovery import discover
 from workbench.catalog.spec import DTYPES
-from workbench.cli.options import add_json_option, add_path_option
+from workbench.cli.options import add_command_options
 from workbench.loop.diagnose import run as run_diagnose
 from workbench.loop.gather import Options
 from workbench.runtime.errors import fail
@@ -41,9 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--try", dest="try_fix", metavar="FIX", help="a finding's id to apply and time")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per step")
-    add_path_option(p)
-    add_json_option(p)
-    p.set_defaults(run=run)
+    add_command_options(p, run)
 
 
 def run(args: argparse.Namespace) -> int:

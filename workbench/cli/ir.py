@@ -12,12 +12,11 @@ import ast
 import os
 import sys
 import textwrap
-from collections.abc import Sequence
 from pathlib import Path
 
 from workbench.catalog.discovery import discover
 from workbench.catalog.spec import DTYPES
-from workbench.cli.options import add_json_option, add_path_option, writable_folder
+from workbench.cli.options import add_command_options, writable_folder
 from workbench.ir.diff import diff_variants
 from workbench.ir.linemap import STAGES
 from workbench.ir.occupancy import parse_arch
@@ -43,9 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="OTHER",
         help="compare with another config (K=V,...) or kernel (NAME or NAME:K=V,...)",
     )
-    add_path_option(p)
-    add_json_option(p)
-    p.set_defaults(run=run)
+    add_command_options(p, run)
 
 
 def add_selection_options(p: argparse.ArgumentParser) -> None:
@@ -62,52 +59,37 @@ def add_selection_options(p: argparse.ArgumentParser) -> None:
 
 
 def ir_job(
+    args: argparse.Namespace,
     name: str,
     configs: list[str],
     stages: list[str],
     *,
-    paths: Sequence[str] = (),
-    arch: str | None = None,
-    dtype: str | None = None,
-    shape: str | None = None,
     out: str | None = None,
-    timeout: float = 900.0,
-    progress: bool = True,
     cross_check: bool = False,
 ) -> jobs.Outcome:
-    """Run the child job that compiles `name` (shared by `ir` and `resources`); `progress` prints
-    each variant as it is compiled, `cross_check` also cross-compiles a GPU launch."""
+    """Run the child job that compiles `name` as the selection options (`add_selection_options`)
+    and --path of `args` say (shared by `ir` and `resources`); without --json each variant is
+    printed as it is compiled; `cross_check` also cross-compiles a GPU launch."""
     for text in configs:
         parse_settings(text)  # a malformed selector fails here, before any compile
-    entry = discover(paths).find(name)
+    entry = discover(args.path).find(name)
     params: dict[str, object] = {
-        "arch": parse_arch(arch) if arch else None,
+        "arch": parse_arch(args.arch) if args.arch else None,
         "configs": configs,
         "stages": stages,
-        "dtype": dtype,
-        "shape": list(parse_shape(shape)) if shape else None,
+        "dtype": args.dtype,
+        "shape": list(parse_shape(args.shape)) if args.shape else None,
         "out": writable_folder(out, "--out") if out else None,
     }
     if cross_check:
         params["cross_check"] = True
-    job = jobs.Job("ir", entry, params, timeout=timeout)
-    return jobs.run_job(job, on_event=_progress if progress else None)
+    job = jobs.Job("ir", entry, params, timeout=args.timeout)
+    return jobs.run_job(job, on_event=None if args.json else _progress)
 
 
 def _ir_job(args: argparse.Namespace, name: str, configs: list[str]) -> jobs.Outcome:
-    """`ir_job` for the `ir` command's own arguments: every stage."""
-    return ir_job(
-        name,
-        configs,
-        list(STAGES),
-        paths=args.path,
-        arch=args.arch,
-        dtype=args.dtype,
-        shape=args.shape,
-        out=args.out,
-        timeout=args.timeout,
-        progress=not args.json,
-    )
+    """`ir_job` for the `ir` command: every stage, written to --out."""
+    return ir_job(args, name, configs, list(STAGES), out=args.out)
 
 
 def _progress(event: dict) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from workbench.catalog.discovery import discover
-from workbench.cli.options import add_json_option, add_path_option
+from workbench.cli.options import add_command_options
 from workbench.run import machine
 from workbench.views.rows import KERNEL_HEADERS, kernel_row
 from workbench.views.text import print_json, print_problem, table
@@ -13,9 +13,7 @@ from workbench.views.text import print_json, print_problem, table
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("list", help="list kernels (reads sources; imports nothing)")
-    add_path_option(p)
-    add_json_option(p)
-    p.set_defaults(run=run)
+    add_command_options(p, run)
 
 
 def run(args: argparse.Namespace) -> int:

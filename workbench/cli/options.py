@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 
 from workbench.runtime.errors import fail
 
@@ -21,6 +22,15 @@ def add_path_option(parser: argparse.ArgumentParser, dest: str = "path") -> None
 
 def add_json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def add_command_options(
+    parser: argparse.ArgumentParser, run: Callable[[argparse.Namespace], int]
+) -> None:
+    """What a command's parser ends with: --path, --json, and the function that runs it."""
+    add_path_option(parser)
+    add_json_option(parser)
+    parser.set_defaults(run=run)
 
 
 def writable_folder(path: str, flag: str) -> str:

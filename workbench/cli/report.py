@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from workbench.catalog.discovery import discover
-from workbench.cli.options import add_json_option, add_path_option, writable_folder
+from workbench.cli.options import add_command_options, writable_folder
 from workbench.report.write import FORMATS, write
 from workbench.run.store import Store, reports_dir
 from workbench.runtime.errors import fail
@@ -22,9 +22,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--all", action="store_true", help="every kernel with runs, and an index")
     p.add_argument("--format", choices=FORMATS, default="md", help="md (default) or html")
     p.add_argument("--out", metavar="DIR", help="where the pages go (default: reports/report)")
-    add_path_option(p)
-    add_json_option(p)
-    p.set_defaults(run=run)
+    add_command_options(p, run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from workbench.cli.ir import add_selection_options, finish, ir_job
-from workbench.cli.options import add_json_option, add_path_option
+from workbench.cli.options import add_command_options
 from workbench.ir.result import IrResult, IrVariant
 from workbench.runtime.errors import Problem
 from workbench.views.rows import RESOURCE_HEADERS, finding_lines, resource_row
@@ -21,24 +21,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("resources", help="registers, spills, shared memory, occupancy, findings")
     p.add_argument("name")
     add_selection_options(p)
-    add_path_option(p)
-    add_json_option(p)
-    p.set_defaults(run=run)
+    add_command_options(p, run)
 
 
 def run(args: argparse.Namespace) -> int:
-    outcome = ir_job(
-        args.name,
-        [args.config] if args.config else [],
-        ["ttir"],
-        paths=args.path,
-        arch=args.arch,
-        dtype=args.dtype,
-        shape=args.shape,
-        timeout=args.timeout,
-        progress=not args.json,
-        cross_check=True,
-    )
+    configs = [args.config] if args.config else []
+    outcome = ir_job(args, args.name, configs, ["ttir"], cross_check=True)
     if args.json:
         print_json(outcome.to_dict())
     elif outcome.result:

@@ -14,7 +14,7 @@ import time
 
 from workbench.catalog.discovery import discover
 from workbench.catalog.spec import DTYPES
-from workbench.cli.options import add_json_option, add_path_option
+from workbench.cli.options import add_command_options
 from workbench.ir.occupancy import parse_arch
 from workbench.run import machine
 from workbench.runtime.errors import fail
@@ -43,9 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", action="store_true", help="continue the newest sweep of NAME")
     p.add_argument("--config-timeout", type=float, default=120.0, help="seconds per config")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds for the whole sweep")
-    add_path_option(p)
-    add_json_option(p)
-    p.set_defaults(run=run)
+    add_command_options(p, run)
 
 
 def params_from(args: argparse.Namespace) -> dict:
