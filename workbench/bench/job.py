@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -44,15 +45,12 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
     ceil = ceilings.get(bool(params.get("refresh_ceilings")), ctx.emit)
     compile_ref = params.get("compile", True)
     graph = bool(params.get("launches"))
-
-    def measure(shape: Shape, dtype: str | None, seed: int) -> Sample:
-        return measure_case(spec, shape, dtype, ceil.l2_bytes, ctx.device, compile_ref, seed, graph)
-
+    timer = CaseTimer(spec, ceil.l2_bytes, ctx.device, compile_ref, graph)
     result = run_bench(
         spec,
         ctx.emit,
         ceil,
-        measure,
+        timer.measure,
         shapes=params.get("shapes"),
         dtypes=params.get("dtypes"),
         seed=int(params.get("seed", 0)),
@@ -108,65 +106,60 @@ def _dtypes(spec: KernelSpec, dtypes: list[str] | None) -> list[str | None]:
     return list(dtypes or spec.dtypes) or [None]
 
 
-def measure_case(
-    spec: KernelSpec,
-    shape: Shape,
-    dtype: str | None,
-    l2_bytes: int,
-    device: str,
-    compile_ref: bool,
-    seed: int,
-    launches: bool = False,
-) -> Sample:
-    """The check at this shape and, when it passes, the timings (on the GPU)."""
-    try:
-        case = check.check_case(spec, shape, dtype, device, seed)
-        checked = {k: getattr(case, k) for k in ("status", "max_abs_diff", "rel_l2")}
-        if case.status != "passed":
-            return Sample(checked, reason=case.reason, problem=case.problem)
-        torch.manual_seed(seed)
-        return _time(spec, shape, dtype, l2_bytes, device, compile_ref, checked, launches)
-    finally:
-        torch.cuda.empty_cache()  # give the next case's inputs the whole memory
+@dataclass(frozen=True)
+class CaseTimer:
+    """How the job measures each case: the kernel, where, and what beside it."""
 
+    spec: KernelSpec
+    l2_bytes: int
+    device: str
+    compile_ref: bool
+    """Also time torch.compile of the reference."""
+    launches: bool = False
+    """Also time one call eagerly and replayed from one CUDA graph."""
 
-def _time(
-    spec: KernelSpec,
-    shape: Shape,
-    dtype: str | None,
-    l2_bytes: int,
-    device: str,
-    compile_ref: bool,
-    checked: dict,
-    launches: bool = False,
-) -> Sample:
-    tdtype = tensors.torch_dtype(dtype) if dtype else None
-    sets = input_sets(spec, shape, tdtype, device, l2_bytes)
-    zeros = _zero_inputs(sets[0])
-    note = (
-        f"input(s) {zeros} all zeros: the time may be optimistic; draw random inputs in make_inputs"
-        if zeros
-        else None
-    )
-    esize = tdtype.itemsize if tdtype is not None else _element_size(sets[0])
-    with gpu_lock.alone(device):
-        ms, p20, p80 = time_rotating(spec.kernel_fn, sets)
-        timings = Timings(
-            ms=ms,
-            ms_p20=p20,
-            ms_p80=p80,
-            torch_ms=time_rotating(spec.reference_fn, sets)[0],
-            compiled=(
-                compiled_ms(spec.reference_fn, sets, spec.compile_mode)
-                if compile_ref
-                else "n/a: not asked for"
-            ),
-            bytes=spec.bytes_moved(shape, esize) if spec.bytes_moved else None,
-            flops=spec.flops(shape) if spec.flops else None,
-            input_sets=len(sets),
+    def measure(self, shape: Shape, dtype: str | None, seed: int) -> Sample:
+        """The check at this shape and, when it passes, the timings (on the GPU)."""
+        try:
+            case = check.check_case(self.spec, shape, dtype, self.device, seed)
+            checked = {k: getattr(case, k) for k in ("status", "max_abs_diff", "rel_l2")}
+            if case.status != "passed":
+                return Sample(checked, reason=case.reason, problem=case.problem)
+            torch.manual_seed(seed)
+            return self._time(shape, dtype, checked)
+        finally:
+            torch.cuda.empty_cache()  # give the next case's inputs the whole memory
+
+    def _time(self, shape: Shape, dtype: str | None, checked: dict) -> Sample:
+        spec, device = self.spec, self.device
+        tdtype = tensors.torch_dtype(dtype) if dtype else None
+        sets = input_sets(spec, shape, tdtype, device, self.l2_bytes)
+        zeros = _zero_inputs(sets[0])
+        note = (
+            f"input(s) {zeros} all zeros: the time may be optimistic; draw random inputs in "
+            "make_inputs"
+            if zeros
+            else None
         )
-        launch = launch_facts(spec, sets[0], dtype) if launches else None
-    return Sample(checked, timings, note=note, launch=launch)
+        esize = tdtype.itemsize if tdtype is not None else _element_size(sets[0])
+        with gpu_lock.alone(device):
+            ms, p20, p80 = time_rotating(spec.kernel_fn, sets)
+            timings = Timings(
+                ms=ms,
+                ms_p20=p20,
+                ms_p80=p80,
+                torch_ms=time_rotating(spec.reference_fn, sets)[0],
+                compiled=(
+                    compiled_ms(spec.reference_fn, sets, spec.compile_mode)
+                    if self.compile_ref
+                    else "n/a: not asked for"
+                ),
+                bytes=spec.bytes_moved(shape, esize) if spec.bytes_moved else None,
+                flops=spec.flops(shape) if spec.flops else None,
+                input_sets=len(sets),
+            )
+            launch = launch_facts(spec, sets[0], dtype) if self.launches else None
+        return Sample(checked, timings, note=note, launch=launch)
 
 
 def input_sets(
