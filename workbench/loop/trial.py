@@ -106,7 +106,39 @@ def try_fix(
     (the launched one is the "before" of a config fix); `folder` keeps the space tried."""
     if finding.fix_id == "cuda-graph":
         return _graph(entry, finding, shape, dtype, cancel)
-    return _config(entry, finding, configs, shape, dtype, folder, cancel)
+    # A config fix: the launched config and the finding's alternatives, timed by one sweep job.
+    launched = next((r for r in configs if r.get("launched")), None)
+    alts = alternatives(finding)
+    if launched is None or not alts:
+        raise fail(
+            "nothing-to-try",
+            f"{finding.id}: no launched config or no alternative to time",
+            "run `diagnose` first so the neighbours are compiled; a kernel launched through "
+            "@triton.autotune is tuned with `sweep` instead",
+        )
+    space = [launched["values"]] + [a["values"] for a in alts]
+    space_file = folder / "space.json"
+    space_file.write_text(json.dumps(space))
+    params = {"space": str(space_file), "shapes": [shape] if shape else None, "dtype": dtype}
+    outcome = _run(jobs.Job("sweep", entry, params), cancel)
+    result = SweepResult.from_dict(outcome.result)
+    rows = result.rows
+    by_label = {r["label"]: r for r in rows}
+    first = by_label.get(launched["label"]) or {}
+    before = Side(
+        launched["label"], first.get("ms"), first.get("status") == "ok", launched["values"]
+    )
+    timed = [r for r in rows if r["label"] != launched["label"] and r.get("ms") is not None]
+    timed = [r for r in timed if r.get("status") == "ok"]
+    best = min(timed, key=lambda r: r["ms"], default=None)
+    after = Side(best["label"], best["ms"], True, best["values"]) if best else None
+    candidates = [
+        {"label": r["label"], "status": r["status"], "ms": r.get("ms"), "why": r.get("reason", "")}
+        for r in rows
+    ]
+    trial = Trial(entry.name, finding.id, "config", shape, result.dtype, before, after)
+    trial.candidates, trial.gpu = candidates, result.gpu
+    return trial, [outcome]
 
 
 def _graph(
@@ -150,49 +182,6 @@ def trial_peers(rec: dict) -> list[Side]:
     if compiled is None and isinstance(why, str):
         label += f" {why}"
     return peers + [Side(label, compiled, True if compiled is not None else None)]
-
-
-def _config(
-    entry: KernelEntry,
-    finding: Finding,
-    configs: list[dict],
-    shape: list[int] | None,
-    dtype: str | None,
-    folder: Path,
-    cancel: threading.Event | None,
-) -> tuple[Trial, list[jobs.Outcome]]:
-    launched = next((r for r in configs if r.get("launched")), None)
-    alts = alternatives(finding)
-    if launched is None or not alts:
-        raise fail(
-            "nothing-to-try",
-            f"{finding.id}: no launched config or no alternative to time",
-            "run `diagnose` first so the neighbours are compiled; a kernel launched through "
-            "@triton.autotune is tuned with `sweep` instead",
-        )
-    space = [launched["values"]] + [a["values"] for a in alts]
-    space_file = folder / "space.json"
-    space_file.write_text(json.dumps(space))
-    params = {"space": str(space_file), "shapes": [shape] if shape else None, "dtype": dtype}
-    outcome = _run(jobs.Job("sweep", entry, params), cancel)
-    result = SweepResult.from_dict(outcome.result)
-    rows = result.rows
-    by_label = {r["label"]: r for r in rows}
-    first = by_label.get(launched["label"]) or {}
-    before = Side(
-        launched["label"], first.get("ms"), first.get("status") == "ok", launched["values"]
-    )
-    timed = [r for r in rows if r["label"] != launched["label"] and r.get("ms") is not None]
-    timed = [r for r in timed if r.get("status") == "ok"]
-    best = min(timed, key=lambda r: r["ms"], default=None)
-    after = Side(best["label"], best["ms"], True, best["values"]) if best else None
-    candidates = [
-        {"label": r["label"], "status": r["status"], "ms": r.get("ms"), "why": r.get("reason", "")}
-        for r in rows
-    ]
-    trial = Trial(entry.name, finding.id, "config", shape, result.dtype, before, after)
-    trial.candidates, trial.gpu = candidates, result.gpu
-    return trial, [outcome]
 
 
 def _run(job: jobs.Job, cancel: threading.Event | None) -> jobs.Outcome:
