@@ -12,8 +12,10 @@ import os
 import shutil
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 
 from workbench.bench import history
 from workbench.bench import report as benchreport
@@ -36,6 +38,7 @@ from workbench.views import rows as viewrows
 from workbench.views import sweep as sweepview
 from workbench.views.text import fmt
 
+T = TypeVar("T")
 CASE_STATUSES = ("passed", "failed", "error", "skipped")
 CASES_SHOWN = 12
 """Failing check cases listed; the rest are counted."""
@@ -174,6 +177,23 @@ class _Builder:
         self.add(para("From ", run_text(found.run), "."))
         return True
 
+    def newest(
+        self,
+        part: str,
+        kinds: tuple[str, ...],
+        read: Callable[[RunRecord], T],
+        action: str,
+        options: str = "",
+        *more: Inline,
+    ) -> T | None:
+        """The newest result of `kinds` that `read` can read, said to be from its run; None when
+        there is none, the part then naming the command (`action` `options`) that fills it."""
+        found = self.k.newest(kinds, read, action)
+        if not self.found(found, part):
+            self.not_run(action, options, *more)
+            return None
+        return found.value
+
     def image(self, made: Path | str | None, alt: str) -> bool:
         if made is None:
             return False
@@ -183,11 +203,9 @@ class _Builder:
     # ---- parts ------------------------------------------------------------------------------
 
     def check(self) -> None:
-        found = self.k.newest(("check",), collect.read_check, "check")
-        if not self.found(found, "check"):
-            self.not_run("check")
+        report = self.newest("check", ("check",), collect.read_check, "check")
+        if report is None:
             return
-        report = found.value
         verdict, *facts = viewrows.check_verdict(report).splitlines()
         self.add(para(verdict), *(para(f.strip()) for f in facts))
         self.cells["check"] = "correct" if report.correct else "NOT correct"
@@ -281,11 +299,9 @@ class _Builder:
         )
 
     def sweep(self) -> None:
-        found = self.k.newest(("sweep",), collect.read_sweep, "sweep")
-        if not self.found(found, "sweep"):
-            self.not_run("sweep")
+        result = self.newest("sweep", ("sweep",), collect.read_sweep, "sweep")
+        if result is None:
             return
-        result = found.value
         space = os.path.basename(result.space)
         head = f"{result.kernel} {result.dtype or ''}".strip()
         triton = f"Triton {result.triton_version}"
@@ -324,11 +340,16 @@ class _Builder:
         return sweepplot.png(result, path)
 
     def resources(self) -> None:
-        found = self.k.newest(("ir",), collect.read_ir, "resources")
-        if not self.found(found, "resources"):
-            self.not_run("resources", "", " (cross-compiles: no GPU needed)")
+        ir = self.newest(
+            "resources",
+            ("ir",),
+            collect.read_ir,
+            "resources",
+            "",
+            " (cross-compiles: no GPU needed)",
+        )
+        if ir is None:
             return
-        ir = found.value
         self.add(para(f"Compiled for {ir.arch} ({ir.mode}), Triton {ir.triton_version}."))
         self.add(table(viewrows.RESOURCE_HEADERS, [viewrows.resource_row(v) for v in ir.variants]))
         for v in ir.variants:
@@ -345,17 +366,19 @@ class _Builder:
         self.cells["resources"] = f"{len(ir.variants)} config(s), {spilling} spilling"
 
     def profile(self) -> None:
-        found = self.k.newest(PROFILE_KINDS, collect.read_profile, "profile")
-        if not self.found(found, "profile"):
-            self.not_run(
-                "profile",
-                " --tool ncu",
-                " on a GPU host, or read a saved report: ",
-                Code(f"python -m workbench profile {self.k.name} --import FILE.ncu-rep"),
-            )
+        summary = self.newest(
+            "profile",
+            PROFILE_KINDS,
+            collect.read_profile,
+            "profile",
+            " --tool ncu",
+            " on a GPU host, or read a saved report: ",
+            Code(f"python -m workbench profile {self.k.name} --import FILE.ncu-rep"),
+        )
+        if summary is None:
             return
-        summary = found.value
-        how = "imported from" if found.run.kind == "profile-import" else "profiled, report"
+        imported = self.run is not None and self.run.kind == "profile-import"
+        how = "imported from" if imported else "profiled, report"
         self.add(
             para(
                 f"Nsight Compute, {how} {os.path.basename(str(summary.get('file')))}: "
@@ -384,11 +407,9 @@ class _Builder:
         self.cells["profile"] = f"{len(measured)} finding(s)"
 
     def diagnosis(self) -> None:
-        found = self.k.newest(("diagnose",), collect.read_diagnosis, "diagnose")
-        if not self.found(found, "diagnosis"):
-            self.not_run("diagnose")
+        d = self.newest("diagnosis", ("diagnose",), collect.read_diagnosis, "diagnose")
+        if d is None:
             return
-        d = found.value
         self.add(para(diagview.roofline_text(d.roofline)))
         if d.findings:
             rows = [(*r, f.title) for r, f in zip(diagview.finding_rows(d.findings), d.findings)]
