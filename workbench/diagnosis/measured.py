@@ -128,19 +128,16 @@ def spill_finding(k: dict) -> Finding | None:
         "local_bytes": local_bytes,
         "block_size": _count(k.get("block_size")),
     }
-    if line:
-        evidence["hot_line"] = line
-    return Finding(
+    finding = Finding(
         id="register-spill",
         title=f"registers spill: {what} moved {human_bytes(local_bytes)} through local memory "
         f"({regs} registers/thread)",
         severity="high",
         evidence=evidence,
         fix=fix_text("register-spill"),
-        file=line["file"] if line else None,
-        line=line["line"] if line else None,
         gain=_rule_gain(k, "MemoryCacheAccessPattern"),
     )
+    return _at_line(finding, line)
 
 
 # ---- shared-memory bank conflicts --------------------------------------------------------------
@@ -167,8 +164,6 @@ def bank_conflict_finding(k: dict) -> Finding | None:
     evidence |= {f"ratio_{op}": round(r, 4) for op, r in ratios.items() if r is not None}
     evidence["ratio"] = round(worst, 4) if worst is not None else None
     evidence["threshold"] = BANK_CONFLICT_RATIO
-    if line:
-        evidence["hot_line"] = line
     if inlined:
         evidence["inlined_line"] = inlined  # a tl.max/tl.sum inlined from triton/language
     ops = "/".join({"ld": "loads", "st": "stores"}[op] for op in replaying or ratios)
@@ -177,16 +172,15 @@ def bank_conflict_finding(k: dict) -> Finding | None:
         if worst is not None
         else "conflicts counted, but no wavefront count to weigh them against"
     )
-    return Finding(
+    finding = Finding(
         id="smem-bank-conflicts",
         title=f"shared-memory bank conflicts on {ops}: {share}",
         severity="low" if worst is None else "high" if worst >= 0.5 else "medium",
         evidence=evidence,
         fix=fix_text("smem-bank-conflicts"),
-        file=line["file"] if line else None,
-        line=line["line"] if line else None,
         gain=_rule_gain(k, "SharedMemoryConflicts"),
     )
+    return _at_line(finding, line)
 
 
 def conflict_share(k: dict) -> float | None:
@@ -387,21 +381,18 @@ def stall_finding(k: dict) -> Finding | None:
         "sm_throughput_pct": k.get("sm_throughput_pct"),
         "memory_throughput_pct": k.get("memory_throughput_pct"),
     }
-    if line:
-        evidence["hot_line"] = line
     # Where warps wait explains time; it is a finding of its own only when too few warps hide
     # the latency (then more of them is the fix), else the why behind another finding.
     latency = _occupancy_severity(k) == "high"
-    return Finding(
+    finding = Finding(
         id="stall-dominant",
         title=f"{share:.0%} of sampled warp stalls are {reason}",
         severity="medium" if latency else "info",
         evidence=evidence,
         fix=fix_text("stall-dominant", evidence, variant=reason),
-        file=line["file"] if line else None,
-        line=line["line"] if line else None,
         gain=_rule_gain(k, "CPIStall") or _rule_gain(k, "IssueSlotUtilization"),
     )
+    return _at_line(finding, line)
 
 
 def uncoalesced_finding(k: dict) -> Finding | None:
@@ -426,19 +417,16 @@ def uncoalesced_finding(k: dict) -> Finding | None:
         "threshold": EXCESS_SECTORS,
         "line": line["line"] if line else None,
     }
-    if line:
-        evidence["hot_line"] = line
-    return Finding(
+    finding = Finding(
         id="uncoalesced-access",
         title=f"global accesses move {1 + excess:.1f}x the sectors they need: neighbouring "
         "lanes read far-apart addresses",
         severity="high" if excess >= 1.0 else "medium",
         evidence=evidence,
         fix=fix_text("uncoalesced-access", evidence),
-        file=line["file"] if line else None,
-        line=line["line"] if line else None,
         gain=_rule_gain(k, "UncoalescedGlobalAccess") or excess / (1.0 + excess),
     )
+    return _at_line(finding, line)
 
 
 # ---- NVIDIA's rules ----------------------------------------------------------------------------
@@ -503,6 +491,15 @@ def _top_line(k: dict, weight: Callable[[dict], float], origin: str = "kernel") 
         return None
     w, h = max(scored, key=lambda s: s[0])
     return {"file": h["file"], "line": int(h["line"]), "code": h.get("code", ""), "value": w}
+
+
+def _at_line(f: Finding, line: dict | None) -> Finding:
+    """The finding pointed at its hot line (`_top_line`), which its evidence also carries."""
+    if not line:
+        return f
+    return replace(
+        f, file=line["file"], line=line["line"], evidence={**f.evidence, "hot_line": line}
+    )
 
 
 def _rule_gain(k: dict, rule: str) -> float | None:
