@@ -233,13 +233,15 @@ def _cast_floating(arg: Any, dtype: Any) -> Any:
 
 def load_spec(entry: KernelEntry) -> KernelSpec:
     module = import_module(entry.file)
+    cause = f"{entry.file} declares {entry.name!r} but importing it gives no such KernelSpec"
+    remedy = "make the KernelSpec a module-level value (or in a module-level list)"
+    return spec_named(module, entry.name, cause, remedy, file=entry.file, line=entry.line)
+
+
+def spec_named(module: Any, name: str, cause: str, remedy: str, **where: object) -> KernelSpec:
+    """The module's KernelSpec called `name`; a spec-missing failure (`cause`, `remedy`, and
+    `where` for `fail`) when it has none."""
     for spec in module_specs(module):
-        if spec.name == entry.name:
+        if spec.name == name:
             return spec
-    raise fail(
-        "spec-missing",
-        f"{entry.file} declares {entry.name!r} but importing it gives no such KernelSpec",
-        "make the KernelSpec a module-level value (or in a module-level list)",
-        file=entry.file,
-        line=entry.line,
-    )
+    raise fail("spec-missing", cause, remedy, **where)

@@ -162,7 +162,7 @@ def compile_mode(spec: KernelSpec, file: str) -> KernelSpec:
     """
     if not compat.interpreting() and not any(compat.is_interpreted(j) for j in spec.jit):
         return spec
-    from workbench.catalog.loader import exec_module, module_specs
+    from workbench.catalog.loader import exec_module, spec_named
 
     with compat.interpreter(False):
         compat.compilable_triton_helpers()
@@ -170,15 +170,9 @@ def compile_mode(spec: KernelSpec, file: str) -> KernelSpec:
             if _holds_interpreted(mod):
                 _forget(name, mod)
         module = exec_module(file, "workbench_compile")
-    for found in module_specs(module):
-        if found.name == spec.name:
-            return found
-    raise fail(
-        "spec-missing",
-        f"re-importing {file} without the interpreter gives no KernelSpec {spec.name!r}",
-        "make the KernelSpec independent of TRITON_INTERPRET",
-        file=file,
-    )
+    cause = f"re-importing {file} without the interpreter gives no KernelSpec {spec.name!r}"
+    remedy = "make the KernelSpec independent of TRITON_INTERPRET"
+    return spec_named(module, spec.name, cause, remedy, file=file)
 
 
 def _forget(name: str, mod: Any) -> None:
