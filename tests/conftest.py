@@ -11,9 +11,29 @@ from pathlib import Path
 
 import pytest
 
+from workbench.catalog.spec import KernelSpec, Tolerance
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 FAULTY = FIXTURES / "faulty"
+
+PITFALL_FINDINGS = {
+    "pitfall_atomics": "reduction-across-blocks",
+    "pitfall_bank_conflicts": "smem-bank-conflicts",
+    "pitfall_bf16_acc": "accumulating-low-precision",
+    "pitfall_dropout_scale": "rng-keep-rate",
+    "pitfall_launch_bound": "launch-bound",
+    "pitfall_small_grid": "grid-too-small",
+    "pitfall_spill": "register-spill",
+    "pitfall_stride": "assumes-contiguous",
+    "pitfall_tail": "no-boundary-mask",
+    "pitfall_wide_rows": "rows-wider-than-block",
+}
+"""The flawed kernels of kernels/pitfalls/ -> the finding their diagnosis must rank first."""
+PITFALL_TWINS = {name: f"{name}_fixed" for name in PITFALL_FINDINGS} | {
+    "pitfall_dropout_scale": "pitfall_dropout_rng_fixed"  # both dropout pitfalls share one twin
+}
+"""Flawed kernel -> its fixed twin."""
 
 
 def pytest_addoption(parser, pluginmanager) -> None:
@@ -97,6 +117,37 @@ def cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess
         env={**os.environ, **(env or {})},
         timeout=timeout,
     )
+
+
+def cpu_env(reports: Path) -> dict[str, str]:
+    """The environment of a CLI run as on a host without a GPU, its runs written to `reports`."""
+    return {"WORKBENCH_REPORTS": str(reports), "WORKBENCH_DEVICE": "cpu"}
+
+
+def cpu_cli(
+    tmp_path_factory: pytest.TempPathFactory, *args: str
+) -> tuple[subprocess.CompletedProcess, Path]:
+    """`cli(*args)` as on a host without a GPU, for a fixture wider than one test: its runs go
+    to a reports folder of their own, returned beside the process."""
+    reports = tmp_path_factory.mktemp("reports")
+    return cli(*args, env=cpu_env(reports)), reports
+
+
+def compare_spec(tolerances: dict[str, Tolerance] | None = None) -> KernelSpec:
+    """A spec for `check.compare` alone: it reads nothing but the tolerances (the defaults unless
+    given), so the functions and shapes are placeholders."""
+    return KernelSpec(
+        "compared",
+        _same,
+        _same,
+        lambda s, d, dev: (),
+        {"check": [(1,)]},
+        tolerances=tolerances or {},
+    )
+
+
+def _same(x: object) -> object:
+    return x
 
 
 # What the worker does for a check job on a host without a GPU, for several kernels in one

@@ -13,10 +13,9 @@ import types
 
 import pytest
 import torch
-from conftest import FIXTURES, ROOT, interpreter_checks
+from conftest import FIXTURES, ROOT, compare_spec, interpreter_checks
 
 from workbench.catalog import loader
-from workbench.catalog.spec import KernelSpec
 from workbench.check import verdict
 from workbench.check.compare import compare
 from workbench.check.result import CaseResult, CheckReport
@@ -78,20 +77,9 @@ def test_poisoned_allocations_and_strided_copies_carry_different_payloads():
     assert not torch.isnan(x).any()
 
 
-def _spec(tolerances: dict | None = None) -> KernelSpec:
-    return KernelSpec(
-        "t",
-        torch.clone,
-        torch.clone,
-        lambda s, d, dev: (),
-        {"check": [(1,)]},
-        **({"tolerances": tolerances} if tolerances else {}),
-    )
-
-
 def _compare(out: torch.Tensor, ref: torch.Tensor) -> CaseResult:
     case = CaseResult("check", list(ref.shape), "float32", "contiguous")
-    compare(_spec(), case, [out], [ref], "float32")
+    compare(compare_spec(), case, [out], [ref], "float32")
     return case
 
 

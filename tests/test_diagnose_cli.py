@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import FIXTURES, cli
+from conftest import FIXTURES, cli, cpu_cli
 
 from workbench.diagnosis.finding import Finding
 from workbench.loop.trial import alternatives as alternatives_of
@@ -16,15 +16,8 @@ from workbench.run.store import Store
 
 @pytest.fixture(scope="module")
 def spill(tmp_path_factory) -> dict:
-    reports = tmp_path_factory.mktemp("reports")
-    proc = cli(
-        "diagnose",
-        "pitfall_spill",
-        "--import",
-        str(FIXTURES / "ncu_spill.ncu-rep"),
-        "--json",
-        env={"WORKBENCH_REPORTS": str(reports), "WORKBENCH_DEVICE": "cpu"},
-    )
+    args = ("diagnose", "pitfall_spill", "--import", str(FIXTURES / "ncu_spill.ncu-rep"), "--json")
+    proc, reports = cpu_cli(tmp_path_factory, *args)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return {"out": json.loads(proc.stdout), "reports": reports}
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-from conftest import FIXTURES
+from conftest import FIXTURES, PITFALL_FINDINGS, compare_spec
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
@@ -24,15 +24,9 @@ from workbench.diagnosis.static import ir_findings
 from workbench.ir.linemap import map_mlir
 
 DIAG = FIXTURES / "diagnosis"
-FLAWED = {
-    "pitfall_tail": "no-boundary-mask",
-    "pitfall_stride": "assumes-contiguous",
-    "pitfall_atomics": "reduction-across-blocks",
-    "pitfall_bf16_acc": "accumulating-low-precision",
-    "pitfall_wide_rows": "rows-wider-than-block",
-    "pitfall_dropout_scale": "rng-keep-rate",
-    "pitfall_spill": "register-spill",
-}
+MEASURED_ON_A_GPU = ("pitfall_bank_conflicts", "pitfall_launch_bound", "pitfall_small_grid")
+"""Pitfalls that only a GPU's measurements show (Nsight Compute, launch facts): no CPU facts."""
+FLAWED = {n: first for n, first in PITFALL_FINDINGS.items() if n not in MEASURED_ON_A_GPU}
 
 
 def cpu_facts(name: str) -> Facts:
@@ -104,17 +98,6 @@ def test_atomics_static_alone_is_medium_and_joins_the_measured_nondeterminism():
     assert joined.line == 33 and "differ" in joined.title
 
 
-def _spec(tolerances: dict | None = None) -> KernelSpec:
-    return KernelSpec(
-        "k",
-        torch.matmul,
-        torch.matmul,
-        lambda s, d, dev: (),
-        {"check": [(1,)]},
-        tolerances=tolerances or {},
-    )
-
-
 def _case(
     spec: KernelSpec, out: torch.Tensor, ref: torch.Tensor, dtype: str, shape: list | None = None
 ) -> CaseResult:
@@ -129,7 +112,7 @@ def test_error_growing_with_k_is_low_precision_accumulation():
 
     def check(accumulator: torch.dtype) -> CheckReport:
         torch.manual_seed(0)
-        spec, cases = _spec(MATMUL_TOLERANCES), []
+        spec, cases = compare_spec(MATMUL_TOLERANCES), []
         for k in (256, 2048, 8192):
             a, b = torch.randn(64, k).bfloat16(), torch.randn(k, 64).bfloat16()
             ref = (a.float() @ b.float()).bfloat16()
@@ -151,7 +134,7 @@ def test_nan_made_by_the_kernel():
     ref = torch.randn(4, 256, dtype=torch.float16)
     out = ref.clone()
     out[1, 7] = float("inf")  # an overflow, as fp16 gives above 65504
-    case = _case(_spec(), out, ref, "float16")
+    case = _case(compare_spec(), out, ref, "float16")
     assert case.nonfinite == 1
     (nan,) = diagnose(Facts("k", check=CheckReport("k", "cpu", "x", [case]))).findings
     assert nan.id == "nan-inf" and nan.severity == "high" and "65504" in nan.fix
@@ -173,7 +156,7 @@ def test_tf32_rounding_against_an_ieee_reference():
     torch.manual_seed(0)
     a, b = torch.randn(64, 512), torch.randn(512, 64)
     ref = (a.double() @ b.double()).float()
-    case = _case(_spec(), _tf32(a) @ _tf32(b), ref, "float32")  # default fp32 tolerances
+    case = _case(compare_spec(), _tf32(a) @ _tf32(b), ref, "float32")  # default fp32 tolerances
     assert case.status == "failed" and 1e-4 < case.rel_l2 < 2e-3
     check = CheckReport("k", "cpu", "x", [case])
     (tf32,) = diagnose(Facts("k", check=check)).findings  # no compile facts: the check alone
@@ -218,7 +201,7 @@ def test_signed_remainder_of_a_difference_with_wrong_values():
     x = torch.arange(100, dtype=torch.float32)
     ref, out = torch.roll(x, 3), x.clone()
     out[:3] = -1.0
-    case = _case(_spec(), out, ref, "float32")
+    case = _case(compare_spec(), out, ref, "float32")
     facts = Facts("k", check=CheckReport("k", "cpu", "x", [case]), compile_findings=static)
     top = diagnose(facts).findings[0]
     assert (top.id, top.severity) == ("c-integer-division", "high")

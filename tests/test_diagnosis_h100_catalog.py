@@ -9,23 +9,14 @@ import gzip
 import json
 
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, PITFALL_FINDINGS
 
 from workbench.diagnosis import diagnose
 from workbench.diagnosis.facts import Facts
 
 FACTS = json.loads(gzip.open(FIXTURES / "diagnose_h100" / "facts_h100.json.gz", "rt").read())
 PITFALLS = {
-    "pitfall_atomics": "reduction-across-blocks",
-    "pitfall_bank_conflicts": "smem-bank-conflicts",
-    "pitfall_bf16_acc": "accumulating-low-precision",
-    "pitfall_dropout_scale": "rng-keep-rate",
-    "pitfall_launch_bound": "launch-bound",
-    "pitfall_small_grid": "grid-too-small",
-    "pitfall_spill": "register-spill",
-    "pitfall_stride": "assumes-contiguous",
-    "pitfall_tail": "no-boundary-mask",
-    "pitfall_wide_rows": "rows-wider-than-block",
+    **PITFALL_FINDINGS,
     "transformer": "launch-bound",  # 36 launches, the GPU idle 92 % of a call
 }
 TRUE_OF_THE_KERNEL = {

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, cli
+from conftest import FIXTURES, cli, cpu_env
 
 from workbench.ir.result import IrResult
 
@@ -21,7 +21,7 @@ class Runs:
 
     def __init__(self, root: Path):
         self.root = root
-        self.env = {"WORKBENCH_REPORTS": str(root / "reports"), "WORKBENCH_DEVICE": "cpu"}
+        self.env = cpu_env(root / "reports")
         self.done: dict[tuple, object] = {}
 
     def __call__(self, *args: str):
@@ -78,7 +78,7 @@ def test_shape_picks_the_specialisation(runs):
 
 def test_copies_of_one_kernel_file_each_map_to_themselves(tmp_path):
     # Triton's cache key leaves out the file's path: a copy compiled first must not lend its path.
-    env = {"WORKBENCH_REPORTS": str(tmp_path / "reports"), "WORKBENCH_DEVICE": "cpu"}
+    env = cpu_env(tmp_path / "reports")
     env["TRITON_CACHE_DIR"] = str(tmp_path / "cache")
     for copy in ("first", "second"):
         folder = tmp_path / copy

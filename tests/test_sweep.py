@@ -7,7 +7,7 @@ import json
 import threading
 
 import pytest
-from conftest import FIXTURES, ROOT, cli
+from conftest import FIXTURES, ROOT, cli, cpu_cli
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable, Static
 
@@ -26,15 +26,7 @@ MATMUL_SPACE = str(FIXTURES / "sweep_matmul_space.txt")
 @pytest.fixture(scope="module")
 def three_name(tmp_path_factory) -> dict:
     """The plain @triton.autotune module, swept as a user would (--json)."""
-    reports = tmp_path_factory.mktemp("reports")
-    out = cli(
-        "sweep",
-        "sweep_three_name",
-        "--path",
-        THREE_NAME,
-        "--json",
-        env={"WORKBENCH_REPORTS": str(reports), "WORKBENCH_DEVICE": "cpu"},
-    )
+    out, _ = cpu_cli(tmp_path_factory, "sweep", "sweep_three_name", "--path", THREE_NAME, "--json")
     assert out.returncode == 1, out.stderr  # one config cannot compile
     return json.loads(out.stdout)
 

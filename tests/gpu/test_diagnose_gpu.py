@@ -13,22 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import cli
+from conftest import PITFALL_FINDINGS, PITFALL_TWINS, cli
 
 pytestmark = pytest.mark.gpu
 
-FLAWED = {
-    "pitfall_spill": ("register-spill", "pitfall_spill_fixed"),
-    "pitfall_tail": ("no-boundary-mask", "pitfall_tail_fixed"),
-    "pitfall_stride": ("assumes-contiguous", "pitfall_stride_fixed"),
-    "pitfall_bf16_acc": ("accumulating-low-precision", "pitfall_bf16_acc_fixed"),
-    "pitfall_atomics": ("reduction-across-blocks", "pitfall_atomics_fixed"),
-    "pitfall_launch_bound": ("launch-bound", "pitfall_launch_bound_fixed"),
-    "pitfall_bank_conflicts": ("smem-bank-conflicts", "pitfall_bank_conflicts_fixed"),
-    "pitfall_small_grid": ("grid-too-small", "pitfall_small_grid_fixed"),
-    "pitfall_wide_rows": ("rows-wider-than-block", "pitfall_wide_rows_fixed"),
-    "pitfall_dropout_scale": ("rng-keep-rate", "pitfall_dropout_rng_fixed"),
-}
+FLAWED = {name: (first, PITFALL_TWINS[name]) for name, first in PITFALL_FINDINGS.items()}
 """Flawed kernel -> (the pitfall its diagnosis must rank first, its fixed twin)."""
 LIBRARY = ("vector_add", "softmax", "matmul", "layer_norm")
 
