@@ -8,7 +8,6 @@ Triton cache. Prints both walls and the ratio (goal: <= 0.6). No GPU needed.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -16,7 +15,8 @@ import time
 from concurrent.futures import wait
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from _common import MATMUL16, ROOT, publish
+
 sys.path.insert(0, str(ROOT))
 
 from workbench.catalog.loader import import_module, module_specs  # noqa: E402
@@ -33,7 +33,7 @@ def main() -> None:
     ap.add_argument("--out")
     args = ap.parse_args()
     os.environ["TRITON_INTERPRET"] = "0"
-    spec = module_specs(import_module(str(ROOT / "benchmarks" / "sweep_matmul16.py")))[0]
+    spec = module_specs(import_module(str(MATMUL16)))[0]
     launches = capture(spec, "cpu", "bfloat16", (4096, 4096, 4096))
     base, tuner = _target(launches)
     hook = tuner.configs[0].pre_hook
@@ -65,10 +65,7 @@ def main() -> None:
         "ratio": round(parallel / serial, 3),
         "failed": failed,
     }
-    print(json.dumps(report, indent=2))
-    if args.out:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-        (Path(args.out) / "sweep_cpu_compile.json").write_text(json.dumps(report, indent=2))
+    publish(report, Path(args.out) if args.out else None, "sweep_cpu_compile")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The goal's workload: a grouped bf16 matmul with 16 @triton.autotune configs, 4096^3 by default
 (SWEEP_MNK=M,N,K to change it); a KernelSpec for matmul tolerances, and `get_inputs` for the
-plain autotune baseline."""
+plain autotune baseline. Its tiles go in the library matmul's grouped order (kernels/matmul.py)."""
 
 import os
 
@@ -8,6 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.matmul import _tile_coords
 from workbench.catalog.spec import MATMUL_TOLERANCES, KernelSpec
 from workbench.runtime.tensors import on_device
 
@@ -35,14 +36,7 @@ CONFIGS = [
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                   GROUP_M: tl.constexpr):  # fmt: skip
-    pid = tl.program_id(0)
-    grid_m = tl.cdiv(M, BLOCK_M)
-    grid_n = tl.cdiv(N, BLOCK_N)
-    width = GROUP_M * grid_n
-    first_m = (pid // width) * GROUP_M
-    rows = tl.minimum(grid_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % width) % rows
-    pid_n = (pid % width) // rows
+    pid_m, pid_n = _tile_coords(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
     offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
     offs_k = tl.arange(0, BLOCK_K)

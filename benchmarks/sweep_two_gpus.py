@@ -11,7 +11,6 @@ cache ("warm": the GPUs bound it). timing_s is the time spent checking and timin
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import os
@@ -20,8 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-MODULE = ROOT / "benchmarks" / "sweep_matmul16.py"
+from _common import MATMUL16, ROOT, out_folder, publish
 
 
 def space64() -> list[dict]:
@@ -37,7 +35,7 @@ def space64() -> list[dict]:
 def sweep(gpus: str, space: Path, out: Path, tmp: Path, run: str) -> dict:
     env = {**os.environ, "TRITON_CACHE_DIR": str(tmp / gpus.replace(",", "_")),
            "WORKBENCH_REPORTS": str(out / "reports"), "PYTHONPATH": str(ROOT)}  # fmt: skip
-    cmd = [sys.executable, "-m", "workbench", "sweep", "matmul16", "--path", str(MODULE),
+    cmd = [sys.executable, "-m", "workbench", "sweep", "matmul16", "--path", str(MATMUL16),
            "--space", str(space), "--gpus", gpus, "--json"]  # fmt: skip
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
     (out / f"sweep_gpus_{gpus.replace(',', '_')}_{run}.json").write_text(proc.stdout)
@@ -45,11 +43,7 @@ def sweep(gpus: str, space: Path, out: Path, tmp: Path, run: str) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=".")
-    args = ap.parse_args()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = out_folder()
     space = out / "space64.json"
     space.write_text(json.dumps(space64()))
     tmp = Path(tempfile.mkdtemp(prefix="sweep-two-gpus-"))
@@ -67,8 +61,7 @@ def main() -> None:
             "sweep_ratio": round(t2["sweep_s"] / t1["sweep_s"], 3),
             "best": [one["summary"]["best"], two["summary"]["best"]],
         }
-    (out / "sweep_two_gpus.json").write_text(json.dumps(report, indent=2))
-    print(json.dumps(report, indent=2))
+    publish(report, out, "sweep_two_gpus")
 
 
 if __name__ == "__main__":

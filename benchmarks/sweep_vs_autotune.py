@@ -11,7 +11,6 @@ wall. Goal: sweep <= 0.35 x autotune (stretch 0.2), same winner or one within no
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -20,14 +19,14 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from _common import MATMUL16, ROOT, out_folder, publish
+
 sys.path.insert(0, str(ROOT))
 from workbench.sweep.analysis import within_noise  # noqa: E402
 
-MODULE = ROOT / "benchmarks" / "sweep_matmul16.py"
 AUTOTUNE = f"""
 import importlib.util, json, time, torch
-spec = importlib.util.spec_from_file_location("m16", {str(MODULE)!r})
+spec = importlib.util.spec_from_file_location("m16", {str(MATMUL16)!r})
 m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
 args = m.get_inputs(); torch.cuda.synchronize()
 start = time.perf_counter(); m.kernel_fn(*args); torch.cuda.synchronize()
@@ -43,11 +42,7 @@ def fresh_env(tmp: Path, name: str) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=".")
-    args = ap.parse_args()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = out_folder()
     tmp = Path(tempfile.mkdtemp(prefix="sweep-vs-autotune-"))
     tuned = subprocess.run(
         [sys.executable, "-c", AUTOTUNE], env=fresh_env(tmp, "autotune"), capture_output=True,
@@ -56,7 +51,7 @@ def main() -> None:
     autotune = json.loads(tuned.stdout.strip().splitlines()[-1])
     start = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "workbench", "sweep", "matmul16", "--path", str(MODULE), "--json"],
+        [sys.executable, "-m", "workbench", "sweep", "matmul16", "--path", str(MATMUL16), "--json"],
         env={**fresh_env(tmp, "sweep"), "WORKBENCH_REPORTS": str(out / "reports")},
         capture_output=True, text=True, cwd=ROOT,
     )  # fmt: skip
@@ -87,8 +82,7 @@ def main() -> None:
         "in_run_triton_pick": info.get("triton"),
         "summary": result["summary"],
     }
-    (out / "sweep_vs_autotune.json").write_text(json.dumps(report, indent=2))
-    print(json.dumps(report, indent=2))
+    publish(report, out, "sweep_vs_autotune")
 
 
 if __name__ == "__main__":
