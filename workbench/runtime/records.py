@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, fields, is_dataclass
 from pathlib import PurePath
-from typing import Any, Protocol, Self
+from typing import Any, Protocol, TypeVar
+
+R = TypeVar("R", bound="Record")  # typing.Self is 3.11+; the project runs on 3.10
 
 
 class KernelResult(Protocol):
@@ -57,7 +59,7 @@ class Record:
         return fields_dict(self)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Self:
+    def from_dict(cls: type[R], d: Mapping[str, Any]) -> R:
         names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
         return cls(**{k: v for k, v in d.items() if k in names} | cls.parsed_fields(d))
 
