@@ -99,32 +99,51 @@ def test_a_problem_reads_as_the_cli_prints_it(capsys):
 
 
 def test_kernel_standing_from_the_store_and_its_order(tmp_path):
+    """The list reads each kind's newest run back as its typed result: a check report, the
+    H100 bench records of vector_add, the compile of the spilling matmul on the GPU."""
+    from workbench.bench.result import BenchRecord, BenchResult, Ceilings
+    from workbench.check.result import CaseResult, CheckReport
     from workbench.run.store import RunRecord, Store
 
     catalog = discover([str(ROOT / "kernels")])
     now = time.time()
 
-    def run(kind: str, kernel: str, result=None, summary=None, started=now):  # type: ignore[no-untyped-def]
+    def run(kind: str, kernel: str, result=None, summary=None, started=now, status="ok"):  # type: ignore[no-untyped-def]
         Store().record(
-            RunRecord(f"{kind}-{kernel}", kind, kernel, None, {}, "ok", started, 1.0, "h", "gpu",
+            RunRecord(f"{kind}-{kernel}", kind, kernel, None, {}, status, started, 1.0, "h", "gpu",
                       summary, result, None, None)
         )  # fmt: skip
 
-    run("check", "softmax", {"correct": False})
-    run("check", "gelu", {"correct": True})
-    run("ir", "gelu", {"findings": [{"severity": "high"}, {"severity": "info"}]})
+    def check(*statuses: str) -> dict:
+        cases = [CaseResult("check", [8], "float32", "contiguous", s) for s in statuses]
+        return CheckReport("k", "cuda", "gpu", cases).to_dict()
+
+    h100 = json.loads((FIXTURES / "bench_h100_vector_add.json").read_text())
+    bench = BenchResult(
+        "gelu",
+        h100["device"],
+        Ceilings.from_dict(h100["ceilings"]),
+        [BenchRecord.from_dict(r) for r in h100["records"]],
+    )
+    best = max(r.roofline_ratio for r in bench.records if r.status == "ok")
+    spill = json.loads((FIXTURES / "ir_gpu_pitfall_spill.json").read_text())["result"]
+    run("check", "softmax", check("passed", "failed"))
+    run("check", "gelu", check("passed", "skipped"))
+    run("check", "layer_norm", None, status="timeout")  # ended before a result: how it ended
+    run("ir", "gelu", spill)  # findings high and medium: 2 above info
     run("diagnose", "gelu", summary={"above_info": 3}, started=now - 60)  # older than the ir run
-    run("bench", "gelu", {"records": [{"status": "ok", "roofline_ratio": 0.4}]})
+    run("bench", "gelu", bench.to_dict())
     run("cache", "gelu", summary={"dead": 0})
     status = kernels.statuses([k.name for k in catalog.kernels])
     assert status["softmax"].check == "FAIL" and status["gelu"].check == "ok"
-    assert status["gelu"].findings == 1 and status["gelu"].roofline == 0.4
+    assert status["layer_norm"].check == "timeout"
+    assert status["gelu"].findings == 2 and status["gelu"].roofline == best
     assert status["gelu"].stale_cache is False and status["attention"] == kernels.NO_STATUS
     gelu = catalog.find("gelu")
-    assert kernels.row(gelu, status["gelu"]) == ("gelu", "ok", "40%", "1", "ok", "")
+    assert kernels.row(gelu, status["gelu"]) == ("gelu", "ok", f"{best:.0%}", "2", "ok", "")
 
     names = [e.name for e in kernels.ordered(catalog.kernels, status, column="check")]
-    assert names[:2] == ["softmax", "gelu"]  # failures first, kernels never checked last
+    assert names[:3] == ["softmax", "layer_norm", "gelu"]  # wrong, unfinished, ok; unchecked last
     assert [e.name for e in kernels.ordered(catalog.kernels, status, "soft max")] == [
         "softmax",
         "softmax_online",

@@ -90,8 +90,8 @@ def build_report(
 
 def owned_entries(report: dict) -> list[tuple[str, int]]:
     """Every entry of the report's kernel: its functions' compiled dirs and autotune files."""
-    reach = report.get("reach") or {}
-    names = {f["name"] for f in reach.get("functions", [])}
+    reach = CacheReach.from_dict(report["reach"]) if report.get("reach") else None
+    names = {f["name"] for f in reach.functions} if reach else set()
     found = report["scan"]
     out = [(c["dir"], c["size"]) for c in found["compiled"] if c["name"] in names]
     out += [

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from workbench.cache.freshness import changed_since
 from workbench.catalog.discovery import KernelEntry
 
 if TYPE_CHECKING:  # the list paints before the store is read: its module loads with the reading
-    from workbench.run.store import Store
+    from workbench.run.store import RunRecord, Store
+
+T = TypeVar("T")
 
 LIST_HEADERS = ("name", "check", "roof", "find", "cache", "src")
 """name; last check (ok, FAIL, or how it ended); best roofline fraction of the last bench;
@@ -35,7 +37,8 @@ NO_STATUS = KernelStatus()
 
 
 def status_of(name: str, store: Store) -> KernelStatus:
-    """One kernel's standing from its newest runs of each kind."""
+    """One kernel's standing from its newest runs of each kind, each read back as its typed
+    result; a record of an older shape that no longer reads back counts as unknown ("-")."""
     check = _newest(store, name, "check")
     bench = _newest(store, name, "bench")
     compiled = _newest(store, name, "ir")
@@ -43,8 +46,8 @@ def status_of(name: str, store: Store) -> KernelStatus:
     cache = _newest(store, name, "cache")
     runs = [r for r in (check, bench, compiled, diagnosed, cache) if r is not None]
     return KernelStatus(
-        check=_check_word(check.status, check.result) if check else None,
-        roofline=_roofline(bench.result) if bench else None,
+        check=_check_word(check) if check else None,
+        roofline=_roofline(bench) if bench else None,
         findings=_findings(compiled, diagnosed),
         stale_cache=_stale(cache.summary) if cache else None,
         newest=max((r.started for r in runs), default=None),
@@ -59,35 +62,51 @@ def statuses(names: Sequence[str], store: Store | None = None) -> dict[str, Kern
     return {n: status_of(n, store) if n in known else NO_STATUS for n in names}
 
 
-def _newest(store: Store, name: str, kind: str):  # type: ignore[no-untyped-def]
+def _newest(store: Store, name: str, kind: str) -> RunRecord | None:
     found = store.history(name, kind, limit=1)
     return found[0] if found else None
 
 
-def _check_word(status: str, result: dict | None) -> str:
-    if result is None or "correct" not in result:
-        return status
-    return "ok" if result["correct"] else "FAIL"
+def _typed(record: RunRecord, cls: type[T]) -> T | None:
+    try:
+        return cls.from_dict(record.result)  # type: ignore[attr-defined]
+    except (KeyError, TypeError, AttributeError, ValueError):
+        return None
 
 
-def _roofline(result: dict | None) -> float | None:
+def _check_word(run: RunRecord) -> str:
+    from workbench.check.result import CheckReport
+
+    report = _typed(run, CheckReport)
+    if report is None:  # a check that did not finish: how it ended
+        return run.status
+    return "ok" if report.correct else "FAIL"
+
+
+def _roofline(run: RunRecord) -> float | None:
+    from workbench.bench.result import BenchResult
+
+    result = _typed(run, BenchResult)
     ratios = [
-        r["roofline_ratio"]
-        for r in (result or {}).get("records", [])
-        if r.get("status") == "ok" and r.get("roofline_ratio") is not None
+        r.roofline_ratio
+        for r in (result.records if result else [])
+        if r.status == "ok" and r.roofline_ratio is not None
     ]
     return max(ratios, default=None)
 
 
-def _findings(compiled, diagnosed) -> int | None:  # type: ignore[no-untyped-def]
+def _findings(compiled: RunRecord | None, diagnosed: RunRecord | None) -> int | None:
     """From the newest diagnose when it is newer than the newest compile, else the compile's."""
+    from workbench.ir.result import IrResult
+
     if diagnosed and (compiled is None or diagnosed.started >= compiled.started):
         above = (diagnosed.summary or {}).get("above_info")
         if above is not None:
             return int(above)
-    if compiled and compiled.result:
-        return sum(f.get("severity") != "info" for f in compiled.result.get("findings", []))
-    return None
+    ir = _typed(compiled, IrResult) if compiled else None
+    if ir is None:
+        return None
+    return sum(f.get("severity") != "info" for f in ir.findings)
 
 
 def _stale(summary: dict | None) -> bool | None:
