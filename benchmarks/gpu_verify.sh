@@ -2,7 +2,9 @@
 # On the GPU host, from the repository root: the GPU test suite and the GPU benchmarks, each step
 # bounded in time so that a stuck one costs only itself; everything lands in DEST (logs, JSON,
 # the fixtures the CPU tests read) and DEST.tgz.
-#   bash benchmarks/gpu_verify.sh DEST [paths|sweep|cache|diagnose|all]
+#   bash benchmarks/gpu_verify.sh DEST [suite-files|suite-diagnoses|paths|sweep|cache|diagnose|all|two-gpus]
+# suite-files then suite-diagnoses: all of `pytest -m gpu`, each in parallel (on an H100 ~6.5 and
+# ~7 min: one call each).
 set -u
 DEST=${1:?destination folder}
 PART=${2:-all}
@@ -21,6 +23,21 @@ step() {  # step NAME SECONDS COMMAND...: run, log, time
   nvidia-smi -L
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
 } >"$DEST/versions.txt" 2>&1
+gpu=(python3 -m pytest -m gpu -q -p no:cacheprovider -n 6 --durations=0)
+case $PART in suite-files)
+  step suite_files 560 "${gpu[@]}" --dist loadfile tests/gpu tests/test_pitfall_kernels.py \
+    -k "not ranked_first and not nothing_above_info and not at_most_45"
+  ;;
+esac
+case $PART in suite-diagnoses)
+  # the diagnoses side by side (gpu_lock gives their timings and ncu the GPU one at a time),
+  # then the one that times a whole diagnosis, alone
+  step suite_diagnoses 480 "${gpu[@]}" --dist load tests/gpu/test_diagnose_gpu.py \
+    -k "ranked_first or nothing_above_info"
+  step suite_45s 80 python3 -m pytest -m gpu -q -p no:cacheprovider -n 0 \
+    tests/gpu/test_diagnose_gpu.py -k at_most_45
+  ;;
+esac
 case $PART in paths | all)
   step gpu_paths 300 python3 -m pytest -m gpu -q -p no:cacheprovider tests/gpu/test_gpu_paths.py
   ;;
