@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from workbench.cache.freshness import changed_since
 from workbench.catalog.discovery import KernelEntry
+from workbench.views.actions import typed
 
 if TYPE_CHECKING:  # the list paints before the store is read: its module loads with the reading
     from workbench.run.store import RunRecord, Store
-
-T = TypeVar("T")
 
 LIST_HEADERS = ("name", "check", "roof", "find", "cache", "src")
 """name; last check (ok, FAIL, or how it ended); best roofline fraction of the last bench;
@@ -67,26 +66,24 @@ def _newest(store: Store, name: str, kind: str) -> RunRecord | None:
     return found[0] if found else None
 
 
-def _typed(record: RunRecord, cls: type[T]) -> T | None:
+def _typed(run: RunRecord) -> Any:
+    """The run's result as its command's type (`actions.typed`); None without one, or for a
+    record of an older shape that no longer reads back."""
     try:
-        return cls.from_dict(record.result)  # type: ignore[attr-defined]
+        return typed(run.kind, run.result)
     except (KeyError, TypeError, AttributeError, ValueError):
         return None
 
 
 def _check_word(run: RunRecord) -> str:
-    from workbench.check.result import CheckReport
-
-    report = _typed(run, CheckReport)
+    report = _typed(run)
     if report is None:  # a check that did not finish: how it ended
         return run.status
     return "ok" if report.correct else "FAIL"
 
 
 def _roofline(run: RunRecord) -> float | None:
-    from workbench.bench.result import BenchResult
-
-    result = _typed(run, BenchResult)
+    result = _typed(run)
     ratios = [
         r.roofline_ratio
         for r in (result.records if result else [])
@@ -97,13 +94,11 @@ def _roofline(run: RunRecord) -> float | None:
 
 def _findings(compiled: RunRecord | None, diagnosed: RunRecord | None) -> int | None:
     """From the newest diagnose when it is newer than the newest compile, else the compile's."""
-    from workbench.ir.result import IrResult
-
     if diagnosed and (compiled is None or diagnosed.started >= compiled.started):
         above = (diagnosed.summary or {}).get("above_info")
         if above is not None:
             return int(above)
-    ir = _typed(compiled, IrResult) if compiled else None
+    ir = _typed(compiled) if compiled else None
     if ir is None:
         return None
     return sum(f.get("severity") != "info" for f in ir.findings)
