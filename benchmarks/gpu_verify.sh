@@ -8,6 +8,9 @@
 set -u
 DEST=${1:?destination folder}
 PART=${2:-all}
+case $PART in suite-files | suite-diagnoses | paths | sweep | cache | diagnose | all | two-gpus) ;;
+*) echo "gpu_verify.sh: no part '$PART' (see the usage line at the top)" >&2 && exit 2 ;;
+esac
 mkdir -p "$DEST"
 DEST=$(cd "$DEST" && pwd)
 export WORKBENCH_REPORTS=${WORKBENCH_REPORTS:-/tmp/wb-verify}
