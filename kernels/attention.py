@@ -330,13 +330,11 @@ SHAPES = {
     "irregular": [(2, 1, 100, 64), (1, 1, 33, 128)],
     "bench": [(4, 32, 4096, 128), (4, 32, 4096, 64)],
 }
-DTYPES = ("float32", "float16", "bfloat16")
 # The causal spec differs in its inputs (the mask flag) and its flops alone.
 _SAME = {
     "kernel_fn": attention,
     "reference_fn": _reference,
     "shapes": SHAPES,
-    "dtypes": DTYPES,
     "tolerances": MATMUL_TOLERANCES,
     "bytes_moved": _bytes,
     "jit": (_attn_fwd, _attn_fwd_tma),

@@ -171,8 +171,11 @@ def gelu_dropout(
     seed: torch.Tensor | None = None,
     approximate: str = "none",
 ) -> torch.Tensor:
-    """dropout(gelu(x), p) in one pass; `seed` is a one-element int64 device tensor
-    (default: a fresh one from torch's generator, drawn on the device)."""
+    """dropout(GELU(x)) with in-kernel Philox (device seed, no host sync), one pass.
+
+    `seed` is a one-element int64 device tensor (default: a fresh one from torch's generator,
+    drawn on the device).
+    """
     tanh = _tanh(approximate)
     threshold = _dropout.threshold(p)
     seed = _dropout.new_seed(x.device) if seed is None else seed
@@ -205,10 +208,8 @@ SHAPES = {
     "irregular": [(1,), (1000,), (3, 5, 7), (4099,)],
     "bench": [(1 << 28,), (8192, 8192)],
 }
-DTYPES = ("float32", "float16", "bfloat16")
 _SAME = {
     "shapes": SHAPES,
-    "dtypes": DTYPES,
     "bytes_moved": lambda s, esize: 2.0 * _elements(s) * esize,
     "jit": (_gelu_kernel,),
 }
@@ -239,6 +240,5 @@ GELU_DROPOUT = KernelSpec(
     reference_fn=gelu_dropout_reference,
     make_inputs=_x_p_seed,
     flops=lambda s: 30.0 * _elements(s),
-    description="dropout(GELU(x)) with in-kernel Philox (device seed, no host sync), one pass",
     **_SAME,
 )

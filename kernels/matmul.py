@@ -374,12 +374,18 @@ def pointer_matmul(
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """A @ B for 2-D fp16, bf16 or fp32 (TF32) tensors; fp32 accumulation."""
+    """C = A @ B, shape (M, N, K); grouped tile order, fp32 accumulate.
+
+    A and B are 2-D fp16, bf16 or fp32 (TF32) tensors.
+    """
     return _launch(a, b, None, gelu=False)
 
 
 def matmul_bias_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """gelu_tanh(A @ B + bias) in one kernel: bias and GELU act on the fp32 accumulator."""
+    """gelu_tanh(A @ B + bias), shape (M, N, K); bias and GELU in the epilogue.
+
+    Bias and GELU act on the fp32 accumulator, in the one kernel.
+    """
     return _launch(a, b, bias, gelu=True)
 
 
@@ -420,7 +426,6 @@ CHECK_SHAPES = {
     "regular": [(64, 64, 64), (128, 96, 64)],
     "irregular": [(100, 72, 40), (1, 33, 17)],
 }
-DTYPES = ("float32", "float16", "bfloat16")
 PLAIN_MATMUL = {
     "reference_fn": torch.matmul,
     "make_inputs": _matmul_inputs,
@@ -429,7 +434,7 @@ PLAIN_MATMUL = {
     "bytes_moved": _matmul_bytes,
 }
 """C = A @ B's reference, inputs and costs: MATMUL's, and those of the pitfalls on its body."""
-_SAME = {"dtypes": DTYPES, "jit": (_matmul_tuned, _matmul_tma_kernel)}
+_SAME = {"jit": (_matmul_tuned, _matmul_tma_kernel)}
 
 MATMUL = KernelSpec(
     name="matmul",
@@ -438,7 +443,6 @@ MATMUL = KernelSpec(
         **CHECK_SHAPES,
         "bench": [(4096, 4096, 4096), (8192, 8192, 8192)],
     },
-    description="C = A @ B, shape (M, N, K); grouped tile order, fp32 accumulate",
     **PLAIN_MATMUL,
     **_SAME,
 )
@@ -457,6 +461,5 @@ MATMUL_BIAS_GELU = KernelSpec(
     flops=_matmul_flops,
     bytes_moved=lambda s, esize: _matmul_bytes(s, esize) + s[1] * esize,  # and the bias
     compile_mode="max-autotune",  # the bar the fused epilogue has to clear
-    description="gelu_tanh(A @ B + bias), shape (M, N, K); bias and GELU in the epilogue",
     **_SAME,
 )

@@ -223,7 +223,10 @@ def _rows(x: torch.Tensor) -> torch.Tensor:
 
 
 def softmax(x: torch.Tensor) -> torch.Tensor:
-    """softmax(x, dim=-1); rows wider than MAX_FUSED_COLS go to `softmax_online`."""
+    """row softmax, one program per row held in registers: one read, one write.
+
+    softmax(x, dim=-1); rows wider than MAX_FUSED_COLS go to `softmax_online`.
+    """
     if x.ndim and x.shape[-1] > MAX_FUSED_COLS:
         return softmax_online(x)
     rows = _rows(x)
@@ -237,7 +240,10 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
 
 
 def softmax_online(x: torch.Tensor) -> torch.Tensor:
-    """softmax(x, dim=-1) in two passes over each row; for rows of any width."""
+    """row softmax for wide rows (up to 256K): persistent, two passes, L2-resident.
+
+    softmax(x, dim=-1) for rows of any width.
+    """
     rows = _rows(x)
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     n_rows, n_cols = rows.shape
@@ -270,8 +276,6 @@ def _bytes(shape, esize) -> float:
     return 2.0 * math.prod(shape) * esize
 
 
-DTYPES = ("float32", "float16", "bfloat16")
-
 SOFTMAX = KernelSpec(
     name="softmax",
     kernel_fn=softmax,
@@ -282,11 +286,9 @@ SOFTMAX = KernelSpec(
         "irregular": [(1, 1), (7, 1000), (3, 5, 33), (2, 16384)],
         "bench": [(32768, 4096), (8192, 8192), (32768, 1024)],
     },
-    dtypes=DTYPES,
     flops=lambda s: 5.0 * math.prod(s),
     bytes_moved=_bytes,
     jit=(_softmax_kernel,),
-    description="row softmax, one program per row held in registers: one read, one write",
 )
 
 SOFTMAX_ONLINE = KernelSpec(
@@ -299,9 +301,7 @@ SOFTMAX_ONLINE = KernelSpec(
         "irregular": [(1, 1), (9, 1000), (3, 2, 1537)],
         "bench": [(4096, 65536), (2048, 131072), (1024, 262144)],
     },
-    dtypes=DTYPES,
     flops=lambda s: 8.0 * math.prod(s),
     bytes_moved=_bytes,
     jit=(_softmax_online_kernel,),
-    description="row softmax for wide rows (up to 256K): persistent, two passes, L2-resident",
 )

@@ -19,6 +19,7 @@ def _add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """out = x + y, one pass."""
     x, y = x.contiguous(), y.contiguous()
     out = torch.empty_like(x)
     n = out.numel()
@@ -41,9 +42,7 @@ SPEC = KernelSpec(
         "irregular": [(1,), (1000,), (98_431,)],
         "bench": [(1 << 28,)],
     },
-    dtypes=("float32", "float16", "bfloat16"),
     flops=lambda s: float(math.prod(s)),
     bytes_moved=lambda s, esize: 3.0 * math.prod(s) * esize,
     jit=(_add_kernel,),
-    description="out = x + y, one pass",
 )

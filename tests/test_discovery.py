@@ -85,3 +85,71 @@ def test_a_second_discovery_reads_unchanged_files_from_the_scan_cache(tmp_path, 
     assert [k.name for k in edited.kernels] == ["renamed_a", "shared_b"]
     (tmp_path / "scan.json").write_text("{not json")  # a damaged cache is read as none
     assert discover([str(tmp_path)]).kernels == edited.kernels
+
+
+_DOCUMENTED = '''
+"""Doubles a vector: the module's own summary."""
+
+from workbench.catalog.spec import KernelSpec
+
+
+def double(x):
+    """x doubled, in one pass.
+
+    The rest of the docstring is for the reader of the code.
+    """
+    return x * 2
+
+
+def triple(x):
+    """x tripled."""
+    return x * 3
+
+
+DOUBLE = KernelSpec(
+    name="double", kernel_fn=double, reference_fn=double, make_inputs=None, shapes={}
+)
+TRIPLE = KernelSpec(
+    name="triple",
+    kernel_fn=triple,
+    reference_fn=triple,
+    make_inputs=None,
+    shapes={},
+    dtypes=("float16",),
+    description="said here",
+)
+'''
+
+
+def test_kernel_fn_docstring_is_the_description_unless_the_spec_gives_one(tmp_path):
+    from workbench.catalog.loader import import_module, module_specs
+    from workbench.catalog.spec import DTYPES
+
+    (tmp_path / "documented.py").write_text(_DOCUMENTED)
+    catalog = discover([str(tmp_path)])
+    double, triple = catalog.find("double"), catalog.find("triple")
+    assert double.description == "x doubled, in one pass"
+    assert triple.description == "said here"
+    # no dtypes in the source: the spec's default, as the loaded spec has
+    assert double.dtypes == DTYPES and triple.dtypes == ("float16",)
+    # the loaded specs say the same as the source
+    loaded = {s.name: s for s in module_specs(import_module(str(tmp_path / "documented.py")))}
+    assert loaded["double"].description == double.description
+    assert loaded["double"].dtypes == double.dtypes
+    assert loaded["triple"].description == "said here"
+
+
+def test_a_three_name_module_is_described_by_its_docstring(tmp_path):
+    from workbench.catalog.loader import import_module, module_specs
+
+    module = tmp_path / "three.py"
+    module.write_text(
+        '"""Scales a vector by two.\n\nMore."""\n'
+        "def kernel_fn(x):\n    return x\n\n"
+        "def reference_fn(x):\n    return x\n\n"
+        "def get_inputs():\n    return []\n"
+    )
+    entry = discover([str(module)]).find("three")
+    assert entry.contract == "three-name"
+    assert entry.description == "Scales a vector by two"
+    assert module_specs(import_module(str(module)))[0].description == entry.description

@@ -58,6 +58,7 @@ def _rows(x: torch.Tensor) -> torch.Tensor:
 
 
 def row_sum_atomic(x: torch.Tensor) -> torch.Tensor:
+    """row sums, each row split over programs combined by fp32 atomic_add: bits vary."""
     x = _rows(x)
     rows, cols = x.shape
     out = torch.zeros(rows, dtype=torch.float32, device=x.device)
@@ -67,6 +68,7 @@ def row_sum_atomic(x: torch.Tensor) -> torch.Tensor:
 
 
 def row_sum_two_pass(x: torch.Tensor) -> torch.Tensor:
+    """row sums in two passes: per-piece partial sums, then one program per row."""
     x = _rows(x)
     rows, cols = x.shape
     pieces = triton.cdiv(cols, BLOCK)
@@ -99,13 +101,11 @@ SHAPES = {
     "irregular": [(3, 5000), (1, 1), (7, 2049)],
     "bench": [(64, 1 << 22)],
 }
-DTYPES = ("float32", "float16", "bfloat16")
 # A row sum of n unit-sized fp32 terms is off by about sqrt(n) ulps of the running sum in any
 # order; the default atol (1e-5) would fail rows whose sum lands near zero.
 _TOLERANCES = {"float32": Tolerance(atol=1e-3, rtol=1e-5, rel_l2=1e-5)}
 _SAME = {
     "shapes": SHAPES,
-    "dtypes": DTYPES,
     "reference_fn": _reference,
     "tolerances": _TOLERANCES,
     "make_inputs": _x,
@@ -114,17 +114,12 @@ _SAME = {
 }
 
 ATOMICS = KernelSpec(
-    name="pitfall_atomics",
-    kernel_fn=row_sum_atomic,
-    jit=(_row_sum_atomic_kernel,),
-    description="row sums, each row split over programs combined by fp32 atomic_add: bits vary",
-    **_SAME,
+    name="pitfall_atomics", kernel_fn=row_sum_atomic, jit=(_row_sum_atomic_kernel,), **_SAME
 )
 
 ATOMICS_FIXED = KernelSpec(
     name="pitfall_atomics_fixed",
     kernel_fn=row_sum_two_pass,
     jit=(_row_partial_sums_kernel, _sum_partials_kernel),
-    description="row sums in two passes: per-piece partial sums, then one program per row",
     **_SAME,
 )

@@ -67,11 +67,13 @@ def _mean_pool(x: torch.Tensor, block_l: int, block_d: int) -> torch.Tensor:
 
 
 def mean_pool_stacked_warps(x: torch.Tensor) -> torch.Tensor:
+    """mean over the sequence axis, 32 x 128 tile: warps combine sums in shared memory."""
     return _mean_pool(x, 32, 128)
 
 
 def mean_pool(x: torch.Tensor) -> torch.Tensor:
     # One 16-byte vector per thread, 32 threads, WARPS warps across the columns.
+    """the same pooling with warps side by side: the sum stays in registers."""
     return _mean_pool(x, 4, 32 * WARPS * (16 // x.element_size()))
 
 
@@ -105,15 +107,7 @@ _SAME = {
 }
 
 BANK_CONFLICTS = KernelSpec(
-    name="pitfall_bank_conflicts",
-    kernel_fn=mean_pool_stacked_warps,
-    description="mean over the sequence axis, 32 x 128 tile: warps combine sums in shared memory",
-    **_SAME,
+    name="pitfall_bank_conflicts", kernel_fn=mean_pool_stacked_warps, **_SAME
 )
 
-BANK_CONFLICTS_FIXED = KernelSpec(
-    name="pitfall_bank_conflicts_fixed",
-    kernel_fn=mean_pool,
-    description="the same pooling with warps side by side: the sum stays in registers",
-    **_SAME,
-)
+BANK_CONFLICTS_FIXED = KernelSpec(name="pitfall_bank_conflicts_fixed", kernel_fn=mean_pool, **_SAME)

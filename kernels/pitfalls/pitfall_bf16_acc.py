@@ -61,6 +61,7 @@ def _matmul_bf16_acc_kernel(
 
 
 def matmul_bf16_acc(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """matmul summing in bf16 (acc += dot.to(bf16)): error grows with K."""
     (M, K), N = a.shape, b.shape[1]
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
     grid = (triton.cdiv(M, TILE["BLOCK_M"]), triton.cdiv(N, TILE["BLOCK_N"]))
@@ -72,6 +73,7 @@ def matmul_bf16_acc(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def matmul_fp32_acc(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """the library's matmul on the same tile: fp32 accumulator, one cast at the store."""
     c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
     pointer_matmul(a, b, c, None, False, **TILE, GROUP_M=8, **LAUNCH)
     return c
@@ -88,17 +90,9 @@ DTYPES = ("bfloat16",)
 _SAME = {**PLAIN_MATMUL, "shapes": SHAPES, "dtypes": DTYPES}
 
 BF16_ACC = KernelSpec(
-    name="pitfall_bf16_acc",
-    kernel_fn=matmul_bf16_acc,
-    jit=(_matmul_bf16_acc_kernel,),
-    description="matmul summing in bf16 (acc += dot.to(bf16)): error grows with K",
-    **_SAME,
+    name="pitfall_bf16_acc", kernel_fn=matmul_bf16_acc, jit=(_matmul_bf16_acc_kernel,), **_SAME
 )
 
 BF16_ACC_FIXED = KernelSpec(
-    name="pitfall_bf16_acc_fixed",
-    kernel_fn=matmul_fp32_acc,
-    jit=(_matmul_kernel,),
-    description="the library's matmul on the same tile: fp32 accumulator, one cast at the store",
-    **_SAME,
+    name="pitfall_bf16_acc_fixed", kernel_fn=matmul_fp32_acc, jit=(_matmul_kernel,), **_SAME
 )

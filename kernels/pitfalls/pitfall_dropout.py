@@ -54,10 +54,12 @@ def _dropout_rand(x: torch.Tensor, p: float, seed: int, scale_by_p: bool) -> tor
 
 
 def dropout_rand(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
+    """dropout with tl.rand checked against F.dropout: same distribution, other stream."""
     return _dropout_rand(x, p, seed, scale_by_p=False)
 
 
 def dropout_rand_scaled_by_p(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
+    """dropout scaling kept values by 1/p instead of 1/(1-p): wrong in distribution."""
     return _dropout_rand(x, p, seed, scale_by_p=True)
 
 
@@ -78,7 +80,10 @@ def _dropout_kernel(x_ptr, y_ptr, seed_ptr, n, threshold, scale, BLOCK: tl.const
 
 
 def dropout(x: torch.Tensor, p: float, seed: torch.Tensor) -> torch.Tensor:
-    """Dropout on the library's stream (x seen as one row of numel elements)."""
+    """dropout on the library's stream; the reference rebuilds its keep-mask.
+
+    x is seen as one row of numel elements.
+    """
     x = x.contiguous()
     y = torch.empty_like(x)
     n = x.numel()
@@ -109,10 +114,8 @@ SHAPES = {
     "irregular": [(1,), (1000,), (3, 5, 7), (4099,)],
     "bench": [(1 << 28,)],
 }
-DTYPES = ("float32", "float16", "bfloat16")
 _SAME = {
     "shapes": SHAPES,
-    "dtypes": DTYPES,
     "flops": lambda s: 2.0 * math.prod(s),
     "bytes_moved": lambda s, esize: 2.0 * math.prod(s) * esize,
 }
@@ -124,18 +127,10 @@ _RAND = {
     "jit": (_dropout_rand_kernel,),
 }
 
-DROPOUT_RNG = KernelSpec(
-    name="pitfall_dropout_rng",
-    kernel_fn=dropout_rand,
-    description="dropout with tl.rand checked against F.dropout: same distribution, other stream",
-    **_RAND,
-)
+DROPOUT_RNG = KernelSpec(name="pitfall_dropout_rng", kernel_fn=dropout_rand, **_RAND)
 
 DROPOUT_SCALE = KernelSpec(
-    name="pitfall_dropout_scale",
-    kernel_fn=dropout_rand_scaled_by_p,
-    description="dropout scaling kept values by 1/p instead of 1/(1-p): wrong in distribution",
-    **_RAND,
+    name="pitfall_dropout_scale", kernel_fn=dropout_rand_scaled_by_p, **_RAND
 )
 
 DROPOUT_RNG_FIXED = KernelSpec(
@@ -144,6 +139,5 @@ DROPOUT_RNG_FIXED = KernelSpec(
     reference_fn=dropout_reference,
     make_inputs=_x_p_seed,
     jit=(_dropout_kernel,),
-    description="dropout on the library's stream; the reference rebuilds its keep-mask",
     **_SAME,
 )

@@ -82,7 +82,10 @@ def _tanh(a: torch.Tensor) -> torch.Tensor:
 
 
 def mlp_op_by_op(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """The blocks as 12 launches each; x (batch, features), w and b (LAYERS, features)."""
+    """3 residual GELU blocks on a small tensor, one launch per op (36).
+
+    12 launches a block; x is (batch, features), w and b are (LAYERS, features).
+    """
     x = x.contiguous()
     for layer in range(LAYERS):
         h = _binary(_binary(x, w[layer].contiguous(), "mul"), b[layer].contiguous(), "add")
@@ -125,7 +128,7 @@ def _mlp_fused_kernel(
 
 
 def mlp_fused(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """The same blocks in one launch."""
+    """the same 3 blocks fused into one kernel."""
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     _mlp_fused_kernel[_grid(x)](
         x, w, b, y, x.numel(), x.shape[1], x.stride(0), x.stride(1),
@@ -172,14 +175,9 @@ LAUNCH_BOUND = KernelSpec(
     name="pitfall_launch_bound",
     kernel_fn=mlp_op_by_op,
     jit=(_binary_kernel, _scalar_kernel, _tanh_kernel),
-    description="3 residual GELU blocks on a small tensor, one launch per op (36)",
     **_SAME,
 )
 
 LAUNCH_BOUND_FIXED = KernelSpec(
-    name="pitfall_launch_bound_fixed",
-    kernel_fn=mlp_fused,
-    jit=(_mlp_fused_kernel,),
-    description="the same 3 blocks fused into one kernel",
-    **_SAME,
+    name="pitfall_launch_bound_fixed", kernel_fn=mlp_fused, jit=(_mlp_fused_kernel,), **_SAME
 )

@@ -40,6 +40,7 @@ def _clamp_kernel(x_ptr, y_ptr, n, lo, hi, BLOCK: tl.constexpr):
 
 
 def clamp_few_programs(x: torch.Tensor) -> torch.Tensor:
+    """clamp on a fixed 16 programs in a grid-stride loop: SMs left idle."""
     x = x.contiguous()
     y = torch.empty_like(x)
     n = x.numel()
@@ -48,6 +49,7 @@ def clamp_few_programs(x: torch.Tensor) -> torch.Tensor:
 
 
 def clamp(x: torch.Tensor) -> torch.Tensor:
+    """clamp on one program per BLOCK: every SM busy."""
     x = x.contiguous()
     y = torch.empty_like(x)
     n = x.numel()
@@ -68,10 +70,8 @@ SHAPES = {
     "irregular": [(1,), (1000,), (3, 5, 7), (9999,)],
     "bench": [(1 << 28,), (1 << 24,)],
 }
-DTYPES = ("float32", "float16", "bfloat16")
 _SAME = {
     "shapes": SHAPES,
-    "dtypes": DTYPES,
     "reference_fn": _reference,
     "make_inputs": _x,
     "flops": lambda s: 2.0 * math.prod(s),
@@ -82,14 +82,9 @@ SMALL_GRID = KernelSpec(
     name="pitfall_small_grid",
     kernel_fn=clamp_few_programs,
     jit=(_clamp_grid_stride_kernel,),
-    description="clamp on a fixed 16 programs in a grid-stride loop: SMs left idle",
     **_SAME,
 )
 
 SMALL_GRID_FIXED = KernelSpec(
-    name="pitfall_small_grid_fixed",
-    kernel_fn=clamp,
-    jit=(_clamp_kernel,),
-    description="clamp on one program per BLOCK: every SM busy",
-    **_SAME,
+    name="pitfall_small_grid_fixed", kernel_fn=clamp, jit=(_clamp_kernel,), **_SAME
 )

@@ -21,10 +21,12 @@ def _matmul(a: torch.Tensor, b: torch.Tensor, num_warps: int) -> torch.Tensor:
 
 
 def matmul_spilling(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """matmul, 256x128 fp32 tile on 4 warps: spills registers."""
     return _matmul(a, b, num_warps=4)
 
 
 def matmul_fixed(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """the same tile on 8 warps: no spills."""
     return _matmul(a, b, num_warps=8)
 
 
@@ -37,16 +39,6 @@ DTYPES = ("float16",)
 # The rest of each spec: the twins differ in num_warps alone.
 _SAME = {**PLAIN_MATMUL, "shapes": SHAPES, "dtypes": DTYPES, "jit": (_matmul_kernel,)}
 
-SPILL = KernelSpec(
-    name="pitfall_spill",
-    kernel_fn=matmul_spilling,
-    description="matmul, 256x128 fp32 tile on 4 warps: spills registers",
-    **_SAME,
-)
+SPILL = KernelSpec(name="pitfall_spill", kernel_fn=matmul_spilling, **_SAME)
 
-FIXED = KernelSpec(
-    name="pitfall_spill_fixed",
-    kernel_fn=matmul_fixed,
-    description="the same tile on 8 warps: no spills",
-    **_SAME,
-)
+FIXED = KernelSpec(name="pitfall_spill_fixed", kernel_fn=matmul_fixed, **_SAME)

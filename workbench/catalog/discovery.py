@@ -2,8 +2,9 @@
 
 Importing a kernel module imports torch and triton, which takes seconds; listing must not. So
 the catalog comes from the source: `KernelSpec(...)` calls with literal fields (or module-level
-names bound to literals, or fields spread from a module-level dict: `**SHARED`), or the three
-names of the kernel-writing contract (`kernel_fn`, `reference_fn`, `get_inputs`). Syntax errors
+names bound to literals, or fields spread from a module-level dict: `**SHARED`, or the
+description in the docstring of a kernel_fn defined in the module), or the three names of the
+kernel-writing contract (`kernel_fn`, `reference_fn`, `get_inputs`). Syntax errors
 and top-level imports of missing packages are found here too; anything else that breaks at
 import time is reported by the child process that imports the module (`workbench.catalog.loader`).
 """
@@ -23,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
 
+from workbench.catalog.spec import DTYPES, summary
 from workbench.runtime.errors import Problem, fail
 
 THREE_NAMES = ("kernel_fn", "reference_fn", "get_inputs")
@@ -151,7 +153,7 @@ class _ScanCache:
     environment's, so it is looked for again); a cache that cannot be read or written is
     ignored."""
 
-    VERSION = 1
+    VERSION = 2
 
     def __init__(self, path: Path, files: dict[str, dict]) -> None:
         self.path, self.files, self.changed = path, files, False
@@ -217,9 +219,17 @@ def scan_module(path: Path) -> tuple[list[KernelEntry], list[Problem]]:
     if problems:
         return [], problems
     names = module_constants(tree)
-    entries = [_entry(call, file, names) for call in spec_calls(tree)]
+    docs = {
+        n.name: summary(ast.get_docstring(n, clean=False))
+        for n in tree.body
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    entries = [_entry(call, file, names, docs) for call in spec_calls(tree)]
     if not entries and _defines_three_names(tree):
-        entries = [KernelEntry(name=path.stem, file=file, line=1, contract="three-name")]
+        about = summary(ast.get_docstring(tree, clean=False))
+        entries = [
+            KernelEntry(name=path.stem, file=file, line=1, contract="three-name", description=about)
+        ]
     return entries, []
 
 
@@ -276,20 +286,27 @@ def _keywords(call: ast.Call, names: dict[str, ast.expr]) -> dict[str, ast.expr]
     return out
 
 
+UNREAD = "**"
+"""The key under which `_keywords` keeps a spread it cannot read: any field may be in it."""
+
+
 def _dict_fields(node: ast.expr, names: dict[str, ast.expr], depth: int) -> dict[str, ast.expr]:
     """The string-keyed entries of a dict display, or of the module-level name bound to one,
-    following `**OTHER` inside it; {} when the source does not say."""
+    following `**OTHER` inside it; {UNREAD: node} when the source does not say."""
     if depth > 8:  # names bound to each other in a cycle
-        return {}
+        return {UNREAD: node}
     if isinstance(node, ast.Name) and node.id in names:
         return _dict_fields(names[node.id], names, depth + 1)
+    if not isinstance(node, ast.Dict):
+        return {UNREAD: node}
     out: dict[str, ast.expr] = {}
-    if isinstance(node, ast.Dict):
-        for k, v in zip(node.keys, node.values):
-            if k is None:
-                out.update(_dict_fields(v, names, depth + 1))
-            elif isinstance(k, ast.Constant) and isinstance(k.value, str):
-                out[k.value] = v
+    for k, v in zip(node.keys, node.values):
+        if k is None:
+            out.update(_dict_fields(v, names, depth + 1))
+        elif isinstance(k, ast.Constant) and isinstance(k.value, str):
+            out[k.value] = v
+        else:
+            out[UNREAD] = v
     return out
 
 
@@ -345,11 +362,19 @@ def _evaluate(node: ast.AST, names: dict[str, ast.expr]) -> object:
     raise ValueError("not a literal")
 
 
-def _entry(call: ast.Call, file: str, names: dict[str, ast.expr]) -> KernelEntry:
+def _entry(
+    call: ast.Call, file: str, names: dict[str, ast.expr], docs: dict[str, str]
+) -> KernelEntry:
+    """`docs`: the docstring summaries of the module's functions, where kernel_fn's stands in
+    for a description the spec does not give (as `KernelSpec` itself does)."""
     kw = _keywords(call, names)
     name = _spec_name(call, names)
     shapes = _literal(kw.get("shapes"), names)
-    dtypes = _literal(kw.get("dtypes"), names)
+    # a spec that leaves dtypes out has KernelSpec's default, unless a spread may hold them
+    unsaid = "dtypes" not in kw and UNREAD not in kw
+    dtypes = DTYPES if unsaid else _literal(kw.get("dtypes"), names)
+    kernel_fn = kw.get("kernel_fn")
+    own_doc = docs.get(kernel_fn.id, "") if isinstance(kernel_fn, ast.Name) else ""
     return KernelEntry(
         name=str(name) if name else f"<unnamed at line {call.lineno}>",
         file=file,
@@ -361,7 +386,7 @@ def _entry(call: ast.Call, file: str, names: dict[str, ast.expr]) -> KernelEntry
             if isinstance(shapes, dict)
             else None
         ),
-        description=str(_literal(kw.get("description"), names) or ""),
+        description=str(_literal(kw.get("description"), names) or own_doc),
     )
 
 

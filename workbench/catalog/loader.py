@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.catalog.discovery import THREE_NAMES, KernelEntry
-from workbench.catalog.spec import KernelSpec, Shape
+from workbench.catalog.spec import KernelSpec, Shape, summary
 from workbench.runtime.errors import fail
 
 _loaded: dict[str, Any] = {}
@@ -100,7 +100,7 @@ def three_name_spec(module: Any, name: str) -> KernelSpec:
         shapes={"check": [()], "bench": [()]},
         dtypes=(),
         bytes_moved=_bytes_model(inputs, module.reference_fn),
-        description=(module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else "",
+        description=summary(module.__doc__),
         jit=_kernels(module),
     )
 

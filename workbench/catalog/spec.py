@@ -6,6 +6,7 @@ process, which must stay light.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,7 +45,9 @@ class KernelSpec:
     """One kernel (or workload) as the workbench sees it.
 
     Keep `name`, `dtypes`, `shapes`, `kind` and `description` literal in the source: `list`
-    reads them without importing the module (and so without importing torch).
+    reads them without importing the module (and so without importing torch). Without a
+    `description`, the first line of kernel_fn's docstring is the description, as long as
+    kernel_fn is a function defined in the module.
     """
 
     name: str
@@ -71,6 +74,11 @@ class KernelSpec:
     """"kernel", or "workload" for an end-to-end program built from kernels."""
     description: str = ""
 
+    def __post_init__(self) -> None:
+        if not self.description and inspect.isfunction(self.kernel_fn):
+            # frozen: set once, here, as the generated __init__ sets the other fields
+            object.__setattr__(self, "description", summary(self.kernel_fn.__doc__))
+
     @property
     def range_name(self) -> str:
         return self.nvtx or self.name
@@ -82,3 +90,10 @@ class KernelSpec:
         if name in self.shapes:
             return [tuple(s) for s in self.shapes[name]]
         raise KeyError(f"{self.name} has no shape set {name!r}; it has {sorted(self.shapes)}")
+
+
+def summary(doc: str | None) -> str:
+    """The first line of a docstring, less a closing period: what a kernel or module says it
+    is, as the kernel list shows it."""
+    lines = inspect.cleandoc(doc).splitlines() if doc else []
+    return lines[0].removesuffix(".") if lines else ""
