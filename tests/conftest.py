@@ -119,6 +119,17 @@ def cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess
     )
 
 
+def alive_with(marker: str) -> bool:
+    """Whether a process whose command line holds `marker` is running (Linux's /proc)."""
+    for proc in Path("/proc").iterdir():
+        try:
+            if marker.encode() in (proc / "cmdline").read_bytes():
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def cpu_env(reports: Path) -> dict[str, str]:
     """The environment of a CLI run as on a host without a GPU, its runs written to `reports`."""
     return {"WORKBENCH_REPORTS": str(reports), "WORKBENCH_DEVICE": "cpu"}

@@ -12,10 +12,9 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, alive_with
 
 from workbench.bench import campaign, metrics
 from workbench.bench import report as benchreport
@@ -441,16 +440,6 @@ def test_a_cancelled_campaign_keeps_the_finished_kernels_for_a_resume(tmp_path):
     assert [k["name"] for k in campaign.resumed(out)["kernels"]] == ["first_copy"]
 
 
-def _alive_with(marker: str) -> bool:
-    for proc in Path("/proc").iterdir():
-        try:
-            if marker.encode() in (proc / "cmdline").read_bytes():
-                return True
-        except OSError:
-            continue
-    return False
-
-
 def test_ctrl_c_kills_the_running_job_and_says_how_to_resume(tmp_path):
     """The first Ctrl-C of `bench --all` kills the hanging check's child (Ctrl-C never reaches
     its process session), writes the report of what finished and ends with the way to resume.
@@ -465,14 +454,14 @@ def test_ctrl_c_kills_the_running_job_and_says_how_to_resume(tmp_path):
     marker = "then_hangs"  # in the hanging check's command line only
     try:
         deadline = time.monotonic() + 120
-        while not _alive_with(marker) and time.monotonic() < deadline:
+        while not alive_with(marker) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert _alive_with(marker), "the hanging check never started"
+        assert alive_with(marker), "the hanging check never started"
     finally:
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
-    assert not _alive_with(marker)
+    assert not alive_with(marker)
     assert "then_hangs\n  check: cancelled" in stderr
     assert "1 of 2 kernel(s) finished" in stderr and "the same command with --resume" in stderr
     doc = json.loads((out / "bench.json").read_text())

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
-from conftest import FAULTY, ROOT, cli
+from conftest import FAULTY, ROOT, alive_with, cli, cpu_env
 
 from workbench.catalog.discovery import discover
 from workbench.run import jobs
@@ -85,6 +87,46 @@ def test_hang_is_killed_at_the_timeout():
     out = check("fault_hang", timeout=8)
     assert out.status == "timeout" and out.problem.kind == "timeout"
     assert out.seconds < 30
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_interrupting_the_cli_stops_its_job_and_keeps_the_run(tmp_path, sig):
+    """The job's child has a session of its own, so neither Ctrl-C nor `timeout`'s SIGTERM
+    reaches it: the CLI stops it (else a GPU job would go on holding the GPU and its lock)."""
+    reports = tmp_path / "reports"
+    cmd = [sys.executable, "-m", "workbench", "check", "fault_hang", "--path", str(FAULTY)]
+    env = {**os.environ, **cpu_env(reports)}
+    proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    marker = str(reports)  # in the job child's command line (its --run-dir) only
+    try:
+        deadline = time.monotonic() + 60
+        while not alive_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert alive_with(marker), "the job never started"
+    finally:
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig, stderr
+    assert not alive_with(marker)
+    [run] = Store(reports).history()
+    assert (run.kernel, run.status) == ("fault_hang", "cancelled")
+
+
+def test_once_the_jobs_are_stopped_no_thread_starts_another(tmp_path):
+    """A command's other threads (diagnose's compiles, sweep's shards) may ask for a job after
+    `stop_all`: the exiting process starts none."""
+    code = (
+        "from workbench.catalog.discovery import discover; from workbench.run import jobs\n"
+        f"entry = discover([{str(FAULTY)!r}]).find('fault_free_copy')\n"
+        "jobs.stop_all()\n"
+        "out = jobs.run_job(jobs.Job('check', entry, {}))\n"
+        "print(out.status, out.run_dir or '-', out.problem.cause)"
+    )
+    env = {**os.environ, **cpu_env(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    said = "cancelled - the workbench was interrupted and stopped the job"
+    assert out.stdout.strip() == said, out.stderr
+    assert not (tmp_path / "runs").exists()
 
 
 @pytest.mark.parametrize("name, kind", [("fault_segfault", "segfault"), ("fault_abort", "abort")])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 
 from workbench.cli.options import add_path_option
@@ -68,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.leading_path and not hasattr(args, "path"):
         parser.error(f"`{args.command}` takes no --path")
     args.path = paths
+    from workbench.run import jobs  # not at the top: the UI opens without it
+
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         code = int(args.run(args))
         sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at exit
@@ -79,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             print_problem(exc.problem)
         return 2
     except KeyboardInterrupt:
+        jobs.stop_all()
         return 130
     except BrokenPipeError:
         # The reader left (`| head`): nothing more can be shown. Python's own flush at exit
@@ -86,6 +91,14 @@ def main(argv: list[str] | None = None) -> int:
         # by the closed pipe reports, and none of the statuses that say what a command found.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+
+
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM (`timeout`, a CI runner, `kill`): stop the jobs, then exit as the signal would."""
+    from workbench.run import jobs
+
+    jobs.stop_all()
+    raise SystemExit(128 + signum)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,11 @@ from workbench.runtime.errors import Problem, WorkbenchError
 
 OnEvent = Callable[[dict], None]
 ROOT = str(Path(__file__).resolve().parents[2])
+_LIVE: set[subprocess.Popen] = set()
+"""The job children running now. Each has a session of its own (so that a timeout kills its
+whole group), so neither Ctrl-C nor a signal to this process reaches them: `stop_all` does."""
+_STOPPED = threading.Event()
+_INTERRUPTED = ("cancelled", "the workbench was interrupted and stopped the job", "run it again")
 
 
 @dataclass
@@ -112,6 +117,8 @@ def run_job(
     wrap: list[str] | None = None,
 ) -> Outcome:
     """Run `job` in a child process (optionally under a wrapper such as ncu) and record it."""
+    if _STOPPED.is_set():  # the process is exiting (`stop_all`): a thread starts nothing more
+        return Outcome(job, store.new_run_id(), "", "cancelled", problem=Problem(*_INTERRUPTED))
     run_id = store.new_run_id()
     run_dir, store_problem = prepare_run_dir(run_id)
     outcome = Outcome(job, run_id, run_dir, store_problem=store_problem)
@@ -130,14 +137,35 @@ def run_job(
             start_new_session=True,  # so a timeout or cancel kills the whole process group
             text=True,
         )
-        _follow(proc, job, outcome, on_event, cancel, start, log)
+        _LIVE.add(proc)
+        interrupted: BaseException | None = None
+        try:
+            _follow(proc, job, outcome, on_event, cancel, start, log)
+        except BaseException as exc:  # Ctrl-C, or a signal made an exception: the job ends too
+            _kill(proc)
+            interrupted = exc
+        finally:
+            _LIVE.discard(proc)
     outcome.seconds = time.monotonic() - start
     outcome.log = log_path.read_text(errors="replace")[-8000:]
     if outcome.status == "ok" and outcome.result is None:
-        outcome.status = "crash"
-        outcome.problem = problem_from_exit(proc.returncode, outcome.log)
-    _record(outcome)
+        if interrupted is not None or _STOPPED.is_set():
+            outcome.status, outcome.problem = "cancelled", Problem(*_INTERRUPTED)
+        else:
+            outcome.status = "crash"
+            outcome.problem = problem_from_exit(proc.returncode, outcome.log)
+    _record(outcome)  # an interrupted run is kept in the history too
+    if interrupted is not None:
+        raise interrupted
     return outcome
+
+
+def stop_all() -> None:
+    """Kill every job child still running (the process is exiting: Ctrl-C, SIGTERM). The jobs
+    running in other threads then end as cancelled."""
+    _STOPPED.set()
+    for proc in list(_LIVE):
+        _kill(proc)
 
 
 def _follow(
