@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -128,6 +129,23 @@ def alive_with(marker: str) -> bool:
         except OSError:
             continue
     return False
+
+
+def interrupt_once_running(
+    cmd: list[str], env: dict[str, str], marker: str, sig: int
+) -> subprocess.CompletedProcess:
+    """Start the CLI command `cmd`, wait until its job child runs (a process whose command line
+    holds `marker`), send `sig` to the command and wait for it to end."""
+    proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not alive_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert alive_with(marker), "the job never started"
+    finally:
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(cmd, proc.returncode, None, stderr)
 
 
 def cpu_env(reports: Path) -> dict[str, str]:

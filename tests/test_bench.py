@@ -11,10 +11,9 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
-from conftest import FIXTURES, ROOT, alive_with
+from conftest import FIXTURES, ROOT, alive_with, interrupt_once_running
 
 from workbench.bench import campaign, metrics
 from workbench.bench import report as benchreport
@@ -448,18 +447,9 @@ def test_ctrl_c_kills_the_running_job_and_says_how_to_resume(tmp_path):
     out = tmp_path / "out"
     env = {**os.environ, "WORKBENCH_DEVICE": "cuda", "WORKBENCH_REPORTS": str(tmp_path / "r")}
     cmd = [sys.executable, "-m", "workbench", "bench", "--all", "--path", str(module)]
-    proc = subprocess.Popen(
-        [*cmd, "--out", str(out)], env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True
-    )
     marker = "then_hangs"  # in the hanging check's command line only
-    try:
-        deadline = time.monotonic() + 120
-        while not alive_with(marker) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert alive_with(marker), "the hanging check never started"
-    finally:
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
+    proc = interrupt_once_running([*cmd, "--out", str(out)], env, marker, signal.SIGINT)
+    stderr = proc.stderr
     assert proc.returncode == 130, stderr
     assert not alive_with(marker)
     assert "then_hangs\n  check: cancelled" in stderr

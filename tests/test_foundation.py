@@ -8,10 +8,9 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
-from conftest import FAULTY, ROOT, alive_with, cli, cpu_env
+from conftest import FAULTY, ROOT, alive_with, cli, cpu_env, interrupt_once_running
 
 from workbench.catalog.discovery import discover
 from workbench.run import jobs
@@ -95,18 +94,9 @@ def test_interrupting_the_cli_stops_its_job_and_keeps_the_run(tmp_path, sig):
     reaches it: the CLI stops it (else a GPU job would go on holding the GPU and its lock)."""
     reports = tmp_path / "reports"
     cmd = [sys.executable, "-m", "workbench", "check", "fault_hang", "--path", str(FAULTY)]
-    env = {**os.environ, **cpu_env(reports)}
-    proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
     marker = str(reports)  # in the job child's command line (its --run-dir) only
-    try:
-        deadline = time.monotonic() + 60
-        while not alive_with(marker) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert alive_with(marker), "the job never started"
-    finally:
-        proc.send_signal(sig)
-        _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 128 + sig, stderr
+    proc = interrupt_once_running(cmd, {**os.environ, **cpu_env(reports)}, marker, sig)
+    assert proc.returncode == 128 + sig, proc.stderr
     assert not alive_with(marker)
     [run] = Store(reports).history()
     assert (run.kernel, run.status) == ("fault_hang", "cancelled")
