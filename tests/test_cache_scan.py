@@ -44,6 +44,11 @@ def cache(made, tmp_path) -> Path:
     return root
 
 
+def key(tag: str) -> str:
+    """A folder name as Triton names a key (52 base32 characters)."""
+    return (tag.upper() * 52)[:52]
+
+
 def ids(root: Path, installed: str = "3.9.0") -> set[str]:
     return {f["id"] for f in findings.scan_findings(scan.scan(str(root)), installed, now=later())}
 
@@ -78,19 +83,19 @@ def test_missing_cubin(cache):
 
 def test_leftovers_fire_and_a_live_write_does_not(cache):
     old = time.time() - 2 * findings.TMP_GRACE_S
-    dead = cache / "AAAA" / "tmp.pid_999999999_abc"
+    dead = cache / key("A") / "tmp.pid_999999999_abc"
     dead.mkdir(parents=True)
     (dead / "x.json").write_text("{}")
     os.utime(dead, (old, old))
     live = compiled_dir(cache) / f"tmp.pid_{os.getpid()}_def"
     live.mkdir()
     os.utime(live, (old, old))
-    (cache / "EMPTY").mkdir()
-    (cache / "PARTIAL").mkdir()
-    (cache / "PARTIAL" / "k.source").write_text("module {}")
+    (cache / key("E")).mkdir()
+    (cache / key("P")).mkdir()
+    (cache / key("P") / "k.source").write_text("module {}")
     f = {x["id"]: x for x in findings.scan_findings(scan.scan(str(cache)), "3.9.0", now=later())}
     assert set(f) == {"leftover-tmp", "leftover-empty", "leftover-partial"}
-    assert f["leftover-tmp"]["remove"] == ["AAAA/tmp.pid_999999999_abc"]  # not the live one
+    assert f["leftover-tmp"]["remove"] == [f"{key('A')}/tmp.pid_999999999_abc"]  # not the live one
 
 
 def test_moved_cache_and_other_triton(tmp_path):
@@ -114,16 +119,16 @@ def test_missing_and_unreadable_roots(tmp_path):
 def test_clear_dry_run_then_exactly_the_stale(cache):
     broken = compiled_dir(cache)
     (broken / "scale_kernel.cubin").unlink()
-    (cache / "EMPTY").mkdir()
+    (cache / key("E")).mkdir()
     before = sorted(str(p) for p in cache.rglob("*"))
     f = findings.scan_findings(scan.scan(str(cache)), "3.9.0", now=later())
     plan = clear.plan(f, stale_only=True, autotune_only=False)
-    assert sorted(r.path for r in plan) == sorted(["EMPTY", broken.name])
+    assert sorted(r.path for r in plan) == sorted([key("E"), broken.name])
     dry = clear.execute(str(cache), plan, dry_run=True)
     assert dry.removed == [] and sorted(str(p) for p in cache.rglob("*")) == before
     done = clear.execute(str(cache), plan, dry_run=False, now=later())
     assert sorted(done.removed) == sorted(r.path for r in plan)
-    assert not (cache / "EMPTY").exists() and not compiled_dir_exists(cache)
+    assert not (cache / key("E")).exists() and not compiled_dir_exists(cache)
     assert len(list(cache.glob("*/*.autotune.json"))) == 1  # the healthy entry stays
     assert not list(cache.glob(clear.TRASH_PREFIX + "*"))
 
@@ -133,12 +138,13 @@ def compiled_dir_exists(root: Path) -> bool:
 
 
 def test_clear_skips_what_was_just_written(cache):
-    (cache / "EMPTY").mkdir()
+    (cache / key("E")).mkdir()
     plan = clear.plan(
         findings.scan_findings(scan.scan(str(cache)), "3.9.0", now=later()), True, False
     )
     done = clear.execute(str(cache), plan, dry_run=False)
-    assert done.removed == [] and "written" in done.skipped[0]["why"] and (cache / "EMPTY").exists()
+    assert done.removed == [] and "written" in done.skipped[0]["why"]
+    assert (cache / key("E")).exists()
 
 
 def test_clear_refuses_outside_the_cache(cache, tmp_path):

@@ -15,6 +15,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from workbench.cache import layout
 from workbench.runtime.errors import fail
 
 BUSY_S = 60.0
@@ -74,12 +75,17 @@ def execute(
     root: str, removals: list[Removal], dry_run: bool, now: float | None = None
 ) -> ClearResult:
     base = Path(root).resolve()
+    layout.check_root(base)
     result = ClearResult(str(base), removals, dry_run)
     targets = [(r, inside(base, r.path)) for r in removals]  # refuse before removing anything
-    if dry_run:
-        return result
     now = time.time() if now is None else now
     for removal, target in targets:
+        foreign = layout.not_triton(base, target) if target.exists() else None
+        if foreign:  # whatever the plan says, only Triton's own files go
+            result.skipped.append({"path": removal.path, "why": f"left alone: {foreign}"})
+            continue
+        if dry_run:
+            continue
         if not target.exists():
             result.skipped.append({"path": removal.path, "why": "already gone"})
             continue
@@ -103,6 +109,7 @@ def inside(base: Path, rel: str) -> Path:
             "outside-cache",
             f"{rel} is not inside the cache directory {base}",
             "nothing was removed; clear only paths under the cache (see `cache --json`)",
+            source="environment",
         )
     return target
 
@@ -121,5 +128,6 @@ def _remove(base: Path, target: Path) -> None:
 
 def _newest(path: Path) -> float:
     times = [path.stat().st_mtime]
-    times += [p.stat().st_mtime for p in path.rglob("*") if not p.is_symlink()]
+    for folder, _, names in os.walk(path):  # links are not followed
+        times += [os.lstat(os.path.join(folder, n)).st_mtime for n in names]
     return max(times)

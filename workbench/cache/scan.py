@@ -9,17 +9,17 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from workbench.cache import layout
+from workbench.cache.layout import WORKBENCH_SUBDIR
 from workbench.runtime.errors import fail
 
 BINARY_EXT = {"cuda": "cubin", "hip": "hsaco"}
-TMP_DIR = re.compile(r"^tmp\.pid_(\d+)_")
-WORKBENCH_SUBDIR = "workbench"
 AUTOTUNE_SUFFIX = ".autotune.json"
+FOREIGN_SHOWN = 20
 
 
 @dataclass
@@ -77,8 +77,11 @@ class CacheScan:
     compiled: list[Compiled] = field(default_factory=list)
     tuned: list[Tuned] = field(default_factory=list)
     leftovers: list[Leftover] = field(default_factory=list)
+    foreign: list[str] = field(default_factory=list)
+    """What is not Triton's (the first FOREIGN_SHOWN, relative to the root): left alone."""
+    foreign_count: int = 0
     other_size: int = 0
-    """Launcher and utility `.so` files and anything else at a cache root."""
+    """Anything at a cache root that is not an entry."""
     total_size: int = 0
     scanned_at: float = 0.0
 
@@ -102,16 +105,18 @@ def scan(root: str) -> CacheScan:
             "cache-missing",
             f"the Triton cache {root} does not exist",
             "run a kernel first, or name the cache with --dir (or TRITON_CACHE_DIR)",
+            source="environment",
         )
     if not base.is_dir() or not os.access(base, os.R_OK | os.X_OK):
         raise fail(
             "cache-unreadable",
             f"{root} is not a readable directory",
             f"check its permissions (ls -ld {root}) or name another cache with --dir",
+            source="environment",
         )
+    layout.check_root(base)
     result = CacheScan(root=str(base.resolve()), scanned_at=time.time())
-    for cache_root in _cache_roots(base):
-        _scan_root(base, cache_root, result)
+    _scan_root(base, base, result)
     result.total_size = (
         sum(c.size for c in result.compiled)
         + sum(t.size for t in result.tuned)
@@ -121,30 +126,37 @@ def scan(root: str) -> CacheScan:
     return result
 
 
-def _cache_roots(base: Path) -> list[Path]:
-    roots = [base]
-    sub = base / WORKBENCH_SUBDIR
-    if sub.is_dir():
-        roots += sorted(p for p in sub.iterdir() if p.is_dir() and not p.is_symlink())
-    return roots
-
-
 def _scan_root(base: Path, root: Path, out: CacheScan) -> None:
+    for child in _listed(root):
+        if layout.is_entry(child):
+            _scan_entry(base, child, out)
+        elif root == base and child.name == WORKBENCH_SUBDIR and layout.is_real_dir(child):
+            for sub in _listed(child):  # the workbench's per-file caches, each a root
+                if layout.WORKBENCH_ENTRY.match(sub.name) and layout.is_real_dir(sub):
+                    _scan_root(base, sub, out)
+                else:
+                    _foreign(base, [sub], out)
+        else:
+            out.other_size += 0 if layout.is_real_dir(child) else _size(child)
+            _foreign(base, [child], out)
+
+
+def _listed(folder: Path) -> list[Path]:
     try:
-        children = sorted(root.iterdir())
+        return sorted(folder.iterdir())
     except OSError as exc:
         raise fail(
             "cache-unreadable",
-            f"cannot list {root}: {exc.strerror}",
-            f"check its permissions (ls -ld {root})",
+            f"cannot list {folder}: {exc.strerror}",
+            f"check its permissions (ls -ld {folder})",
+            source="environment",
         ) from exc
-    for child in children:
-        if child.is_symlink() or not child.is_dir():
-            out.other_size += _size(child)
-        elif root == base and child.name == WORKBENCH_SUBDIR:
-            continue
-        else:
-            _scan_entry(base, child, out)
+
+
+def _foreign(base: Path, paths: list[Path], out: CacheScan) -> None:
+    out.foreign_count += len(paths)
+    room = FOREIGN_SHOWN - len(out.foreign)
+    out.foreign += [str(p.relative_to(base)) for p in paths[: max(0, room)]]
 
 
 def _scan_entry(base: Path, entry: Path, out: CacheScan) -> None:
@@ -154,13 +166,16 @@ def _scan_entry(base: Path, entry: Path, out: CacheScan) -> None:
     except OSError:
         out.leftovers.append(Leftover(rel, "unreadable", 0, _mtime(entry)))
         return
-    files = [p for p in items if p.is_file() and not p.is_symlink()]
-    for d in (p for p in items if p.is_dir() and not p.is_symlink()):
-        m = TMP_DIR.match(d.name)
-        pid = int(m.group(1)) if m else None
-        out.leftovers.append(
-            Leftover(str(d.relative_to(base)), "tmp", _size(d), _mtime(d), pid, _alive(pid))
-        )
+    files = [p for p in items if layout.is_triton_file(p)]
+    foreign = layout.foreign_in(entry)
+    _foreign(base, foreign, out)
+    for d in items:
+        m = layout.TMP_DIR.match(d.name)
+        if m and d not in foreign and not any(d in f.parents for f in foreign):
+            pid = int(m.group(1))
+            out.leftovers.append(
+                Leftover(str(d.relative_to(base)), "tmp", _size(d), _mtime(d), pid, _alive(pid))
+            )
     if not items:
         out.leftovers.append(Leftover(rel, "empty", 0, _mtime(entry)))
         return
@@ -174,7 +189,7 @@ def _scan_entry(base: Path, entry: Path, out: CacheScan) -> None:
     ]
     for f in meta:
         out.compiled.append(_read_compiled(entry, f, rel, files))
-    if files and not tuned and not meta:
+    if files and not tuned and not meta and not foreign:
         out.leftovers.append(Leftover(rel, "partial", _size(entry), _mtime(entry)))
 
 

@@ -13,7 +13,7 @@ from workbench.cache.report import build_report, owned_entries
 from workbench.catalog.discovery import discover
 from workbench.cli.options import add_command_options
 from workbench.runtime.errors import fail
-from workbench.views.cache import report_text
+from workbench.views.cache import foreign_line, report_text
 from workbench.views.text import print_json, table
 
 ACTIONS = ("verify", "clear")
@@ -68,17 +68,18 @@ def _clear(args: argparse.Namespace, report: dict) -> int:
     if args.json:
         print_json({"clear": result.to_dict(), "findings": report["findings"]})
         return 0
-    verb = "removed" if args.yes else "would remove"
-    rows = [(r.path, r.size, r.reason) for r in removals]
+    kept = {s["path"] for s in result.skipped}
+    going = result.removed if args.yes else [r.path for r in removals if r.path not in kept]
+    rows = [(r.path, r.size, r.reason) for r in removals if r.path not in kept]
     print(table(("path", "bytes", "why"), rows) if rows else "nothing to remove")
-    size = result.freed if args.yes else sum(r.size for r in removals)
-    print(
-        f"\n{verb} {len(result.removed) if args.yes else len(removals)} path(s), {size} bytes "
-        f"under {result.root}"
-    )
+    size = sum(r.size for r in removals if r.path in going)
+    verb = "removed" if args.yes else "would remove"
+    print(f"\n{verb} {len(going)} path(s), {size} bytes under {result.root}")
     for s in result.skipped:
         print(f"  kept {s['path']}: {s['why']}")
-    if not args.yes and removals:
+    if report["scan"].get("foreign_count"):
+        print(foreign_line(report["scan"]))
+    if not args.yes and going:
         print("dry run: add --yes to remove them")
     return 0
 

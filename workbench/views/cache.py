@@ -80,6 +80,15 @@ def summary_line(report: dict) -> str:
     )
 
 
+def foreign_line(scan: dict) -> str:
+    shown = ", ".join(scan["foreign"][:5])
+    more = scan["foreign_count"] - min(5, len(scan["foreign"]))
+    return (
+        f"left alone: {scan['foreign_count']} path(s) Triton does not write ({shown}"
+        f"{f', {more} more' if more > 0 else ''}); the doctor never reads or removes them"
+    )
+
+
 def report_text(report: dict) -> str:
     s = report["scan"]
     now = time.time()
@@ -93,6 +102,8 @@ def report_text(report: dict) -> str:
         lines += ["", table(TUNED_HEADERS, [tuned_row(t, now) for t in s["tuned"]])]
     if report.get("reach"):
         lines += ["", *reach_lines(reach_of(report))]
+    if s.get("foreign_count"):
+        lines += ["", foreign_line(s)]
     if report.get("problem"):
         p = report["problem"]
         lines += ["", f"problem: {p['cause']}\n  remedy: {p['remedy']}"]
