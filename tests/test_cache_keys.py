@@ -112,3 +112,24 @@ def test_tuning_key_as_the_autotuner_builds_it():
 
     named = {"a": T(), "M": 64, "N": 32, "b": T()}
     assert keys.tuning_key(named, ["M", "N", "nope"]) == (64, 32, "torch.float16", "torch.float16")
+
+
+def test_meta_inputs_give_the_keys_real_inputs_give(monkeypatch):
+    """The cache job computes keys from meta tensors (no memory): the same compile dir as real
+    tensors for aligned, offset (unaligned) and ==1 / divisible-by-16 size arguments."""
+    import torch
+
+    monkeypatch.syspath_prepend(str(VERSIONS))
+    import tiny_kernel
+
+    from workbench.runtime import compat
+
+    target = compat.gpu_target(90)
+    for n, offset in ((4096, 0), (4096, 1), (1, 0), (1000, 3)):
+        dirs = set()
+        for device in ("cpu", "meta"):
+            x = torch.empty(n + offset, device=device)[offset:]
+            args = (x, torch.empty(n, device=device), n)
+            bound = compat.bind_launch(tiny_kernel.scale_kernel, target, args, {"BLOCK": 128})
+            dirs.add(live.compile_dir(tiny_kernel.scale_kernel, bound, 90))
+        assert len(dirs) == 1, (n, offset)

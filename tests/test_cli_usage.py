@@ -118,6 +118,21 @@ def test_a_path_that_does_not_exist_is_named(tmp_path):
     missing = tmp_path / "nowhere"
     out = cli("check", "vector_add", "--path", str(missing))
     assert out.returncode == 2 and f"--path {missing} does not exist" in out.stderr
+    for args in (["list"], ["list", "--json"]):  # an empty listing is not a success
+        out = cli(*args, "--path", str(missing))
+        assert out.returncode == 2 and "does not exist" in out.stdout + out.stderr
+
+
+def test_list_names_what_runs_here_and_gpu_actions_refuse_up_front():
+    """On a CPU host `list` names every action that works there; `cache verify` refuses
+    before it scans or starts a job, as bench does."""
+    out = cli("list", env={"WORKBENCH_DEVICE": "cpu"})
+    here = out.stdout.split("actions here: ")[1].split("\n")[0].split(", ")
+    assert {"sweep", "diagnose", "cache", "report"} <= set(here) and "bench" not in here
+    start = time.monotonic()
+    out = cli("cache", "verify", "vector_add", env={"WORKBENCH_DEVICE": "cpu"})
+    assert out.returncode == 2 and out.stdout == "" and "error (usage)" in out.stderr
+    assert "needs a CUDA GPU" in out.stderr and time.monotonic() - start < 20
 
 
 def test_an_unwritable_out_folder_is_refused_naming_the_flag(tmp_path, _reports):

@@ -234,3 +234,21 @@ def test_cache_reach_is_read_typed_as_the_cli_prints_it():
     bare = {**report, "kernel": None, "reach": None}
     assert cache_reach.reach_of(bare) is None and cache_reach.own_functions(None) is None
     assert cache_reach.reach_lines(None) == [] and "narrow_matmul on" not in cache.report_text(bare)
+
+
+def test_cache_name_prints_the_answer_then_only_its_own_entries():
+    """`cache NAME` on a shared cache: findings and keys come before any table, and the tables
+    hold the kernel's entries only (another project's entry is counted, not listed)."""
+    from workbench.views import cache
+
+    report = json.loads((FIXTURES / "cache_gpu" / "h200_verify_h100_tuning.json").read_text())
+    other = {**report["scan"]["compiled"][0], "dir": "OTHER", "name": "someone_elses_kernel"}
+    report["scan"]["compiled"].append(other)
+    text = cache.report_text(report)
+    assert "someone_elses_kernel" not in text
+    head, tables = text.split("its own entries below")
+    assert "narrow_matmul on Triton" in head and "[warning]" in head
+    assert "smem B" in tables and "smem B" not in head
+    compiled, _, note = cache.own_entries(report)
+    assert other not in compiled and note is not None
+    assert f"of {len(report['scan']['compiled'])} compiled" in note

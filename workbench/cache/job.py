@@ -117,15 +117,23 @@ def _launches(spec: KernelSpec, device: str) -> Iterator[dict]:
                         "layout": layout,
                         "launches": [],
                     }
-                    try:
-                        args = spec.make_inputs(shape, dtype, device)
-                        if layout == "strided":
-                            args = tensors.noncontig_args(args)
-                        with intercepted(item["launches"], targets):
-                            spec.kernel_fn(*args)
-                    except Exception as exc:  # noqa: BLE001 - one input failing leaves the rest
-                        item["error"] = f"{label}: {type(exc).__name__}: {exc}"
-                    args = None  # the input goes before the next one is made
+                    # Shapes, dtypes and alignment make the keys: meta tensors carry all three
+                    # (a view's data_ptr keeps its offset) at no memory; a kernel_fn that reads
+                    # values (`.item()`) gets real inputs instead.
+                    for where in ("meta", device):
+                        item["launches"] = []
+                        try:
+                            args = spec.make_inputs(shape, dtype, where)
+                            if layout == "strided":
+                                args = tensors.noncontig_args(args)
+                            with intercepted(item["launches"], targets):
+                                spec.kernel_fn(*args)
+                            item.pop("error", None)
+                            break
+                        except Exception as exc:  # noqa: BLE001 - one input failing leaves the rest
+                            item["error"] = f"{label}: {type(exc).__name__}: {exc}"
+                        finally:
+                            args = None  # the input goes before the next one is made
                     yield item
 
 

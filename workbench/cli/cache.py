@@ -12,6 +12,7 @@ from workbench.cache import clear
 from workbench.cache.report import build_report, owned_entries
 from workbench.catalog.discovery import discover
 from workbench.cli.options import add_command_options
+from workbench.run import machine
 from workbench.runtime.errors import fail
 from workbench.views.cache import foreign_line, report_text
 from workbench.views.text import print_json, table
@@ -44,6 +45,13 @@ def run(args: argparse.Namespace) -> int:
     if action == "verify" and not name:
         raise fail("bad-arguments", "cache verify needs a kernel NAME", "cache verify NAME")
     entry = discover(args.path).find(name) if name else None
+    if action == "verify" and not machine.has_gpu():
+        raise fail(
+            "needs-gpu",
+            machine.needs_gpu_message("cache verify"),
+            "`workbench cache NAME` shows the keys and entries without re-timing them",
+            source="usage",
+        )
     report = build_report(args.dir, entry, args.arch, verify=action == "verify")
     if action == "clear":
         return _clear(args, report)

@@ -19,6 +19,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     catalog = discover(args.path)
     actions = machine.actions()
+    # a --path that is not there is a usage error (2); a module that fails to load is listed
+    status = 2 if any(p.source == "usage" for p in catalog.problems) else 0
     if args.json:
         print_json(
             {
@@ -28,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
                 "problems": [p.to_dict() for p in catalog.problems],
             }
         )
-        return 0
+        return status
     print(table(KERNEL_HEADERS, [kernel_row(k) for k in catalog.kernels]))
     can = [a for a, ok in actions.items() if ok]
     cannot = [a for a, ok in actions.items() if not ok]
@@ -37,4 +39,4 @@ def run(args: argparse.Namespace) -> int:
         print(f"need a GPU: {', '.join(cannot)}")
     for problem in catalog.problems:
         print_problem(problem, prefix="cannot load")
-    return 0
+    return status

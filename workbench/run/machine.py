@@ -5,8 +5,18 @@ from __future__ import annotations
 import os
 import shutil
 
-GPU_ACTIONS = ("bench", "profile")
-ANYWHERE_ACTIONS = ("check", "ir", "resources", "history")
+GPU_ACTIONS = ("bench", "profile", "cache verify", "diagnose --try")
+ANYWHERE_ACTIONS = (
+    "check",
+    "ir",
+    "resources",
+    "sweep",  # compiles and resources; timing needs a GPU
+    "diagnose",  # the facts this machine can gather
+    "cache",
+    "report",
+    "history",
+    "profile --import",
+)
 
 
 def has_gpu() -> bool:

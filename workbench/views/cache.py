@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from workbench.views.cache_reach import reach_lines, reach_of
+from workbench.views.cache_reach import own_functions, reach_lines, reach_of
 from workbench.views.text import table
 
 COMPILED_HEADERS = (
@@ -89,23 +89,40 @@ def foreign_line(scan: dict) -> str:
     )
 
 
+def own_entries(report: dict) -> tuple[list[dict], list[dict], str | None]:
+    """The kernel's own compiled and autotune entries (all of them when its keys are unknown),
+    and the line that says how many of the cache's they are."""
+    s = report["scan"]
+    own = own_functions(reach_of(report))
+    compiled = [c for c in s["compiled"] if own is None or c["name"] in own]
+    tuned = [t for t in s["tuned"] if own is None or t["kernel"] in own]
+    note = (
+        None
+        if own is None
+        else f"its own entries below: {len(compiled)} of {len(s['compiled'])} compiled, "
+        f"{len(tuned)} of {len(s['tuned'])} autotune (`workbench cache` lists them all)"
+    )
+    return compiled, tuned, note
+
+
 def report_text(report: dict) -> str:
+    """Findings first, then the kernel's keys, then its own entries: the answer before the
+    listing (a shared cache holds other projects' entries by the hundred)."""
     s = report["scan"]
     now = time.time()
-    lines = [summary_line(report)]
-    if s["compiled"]:
-        lines += [
-            "",
-            table(COMPILED_HEADERS, [compiled_row(c, now) for c in s["compiled"]]),
-        ]
-    if s["tuned"]:
-        lines += ["", table(TUNED_HEADERS, [tuned_row(t, now) for t in s["tuned"]])]
+    compiled, tuned, note = own_entries(report)
+    lines = [summary_line(report), "", finding_text(report["findings"])]
     if report.get("reach"):
         lines += ["", *reach_lines(reach_of(report))]
+    if note:
+        lines.append(note)
+    if compiled:
+        lines += ["", table(COMPILED_HEADERS, [compiled_row(c, now) for c in compiled])]
+    if tuned:
+        lines += ["", table(TUNED_HEADERS, [tuned_row(t, now) for t in tuned])]
     if s.get("foreign_count"):
         lines += ["", foreign_line(s)]
     if report.get("problem"):
         p = report["problem"]
         lines += ["", f"problem: {p['cause']}\n  remedy: {p['remedy']}"]
-    lines += ["", finding_text(report["findings"])]
     return "\n".join(lines)

@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Static
 from workbench.tui.tabs.base import Pane, View, rows_table
 from workbench.views import cache as rows
 from workbench.views.actions import Finished
-from workbench.views.cache_reach import own_functions, reach_lines, reach_of
+from workbench.views.cache_reach import reach_lines, reach_of
 
 
 class CachePane(Pane):
@@ -38,20 +38,12 @@ class CachePane(Pane):
         """The dict `workbench cache --json` prints (`cache.report.build_report`): findings
         first, the kernel's keys, then its own entries (every entry when its keys are unknown).
         A dict by design: built in this process around the cache job's typed `reach`."""
-        s, now = report["scan"], time.time()
+        now = time.time()
         self.query_one("#cache-findings", Static).update(
             Text(rows.finding_text(report["findings"]))
         )
-        reach = reach_of(report)
-        own = own_functions(reach)
-        compiled = [c for c in s["compiled"] if own is None or c["name"] in own]
-        tuned = [t for t in s["tuned"] if own is None or t["kernel"] in own]
-        lines = reach_lines(reach)
-        if own is not None:
-            lines.append(
-                f"its own entries below: {len(compiled)} of {len(s['compiled'])} compiled, "
-                f"{len(tuned)} of {len(s['tuned'])} autotune (`workbench cache` lists them all)"
-            )
+        compiled, tuned, note = rows.own_entries(report)
+        lines = reach_lines(reach_of(report)) + ([note] if note else [])
         self.query_one("#cache-reach", Static).update(Text("\n".join(lines)))
         self.query_one("#cache-compiled", DataTable).add_rows(
             rows.compiled_row(c, now) for c in compiled
