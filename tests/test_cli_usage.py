@@ -182,3 +182,28 @@ def test_sweep_and_pin_arguments_are_refused_in_the_parent(tmp_path):
     pin = cli("profile", "vector_add", "--pin", "BLOCK", env=env)
     assert pin.returncode == 2 and "'BLOCK' in --pin is not KEY=VALUE" in pin.stderr
     assert not (tmp_path / "reports" / "runs").exists()
+
+
+def test_argument_errors_say_usage_and_the_remedy():
+    """argparse's own errors and the argument grammars' alike: `error (usage)`, a remedy."""
+    for args in (
+        ["ir", "vector_add", "--arch", "foo"],
+        ["bench", "vector_add", "--shape", "12xq"],
+        ["ir", "vector_add", "--config", "foo"],
+        ["check"],
+    ):
+        out = cli(*args)
+        assert out.returncode == 2 and "Traceback" not in out.stderr, args
+        assert "error (usage): " in out.stderr and "remedy: " in out.stderr, args
+
+
+def test_blackwell_archs_compile_with_their_own_limits():
+    """`resources --arch sm_120` cross-compiles and reads occupancy against sm_120's limits (48
+    warps a SM), sm_100 against the data-centre part's (64), as `sweep --arch` already took."""
+    occ = {}
+    for arch in ("sm_100", "sm_120"):
+        out = cli("resources", "vector_add", "--arch", arch, "--json")
+        assert out.returncode == 0, out.stderr
+        variant = json.loads(out.stdout)["result"]["variants"][0]
+        occ[arch] = variant["resources"]["occupancy"]
+    assert occ["sm_100"]["max_warps"] == 64 and occ["sm_120"]["max_warps"] == 48

@@ -11,7 +11,7 @@ import argparse
 from workbench.cache import clear
 from workbench.cache.report import build_report, owned_entries
 from workbench.catalog.discovery import discover
-from workbench.cli.options import add_command_options
+from workbench.cli.options import add_arch_option, add_command_options
 from workbench.run import machine
 from workbench.runtime.errors import fail
 from workbench.views.cache import foreign_line, report_text
@@ -29,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("words", nargs="*", metavar="[verify|clear] [NAME]")
     p.add_argument("--dir", help="the cache (default TRITON_CACHE_DIR or ~/.triton/cache)")
-    p.add_argument("--arch", type=int, help="arch for the key recomputation (default: GPU or 90)")
+    add_arch_option(p, "recompute the keys")
     p.add_argument("--stale-only", action="store_true", help="clear: only stale entries")
     p.add_argument("--autotune-only", action="store_true", help="clear: only autotune results")
     p.add_argument("--yes", action="store_true", help="clear: remove (default: a dry run)")

@@ -16,17 +16,15 @@ from pathlib import Path
 
 from workbench.catalog.discovery import discover
 from workbench.catalog.spec import DTYPES
-from workbench.cli.options import add_command_options, writable_folder
+from workbench.cli.options import add_arch_option, add_command_options, writable_folder
 from workbench.ir.diff import diff_variants
 from workbench.ir.linemap import STAGES
-from workbench.ir.occupancy import parse_arch
 from workbench.ir.result import IrResult, IrVariant
 from workbench.run import jobs
 from workbench.runtime.errors import Problem
 from workbench.runtime.grammar import parse_settings, parse_shape
 from workbench.views.text import fmt, print_json, print_problem, print_run_end, table
 
-ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90")
 SHOWN_PER_STAGE = 24
 
 
@@ -47,9 +45,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def add_selection_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="K=V,...", help="one config (default: every config)")
-    p.add_argument(
-        "--arch", choices=ARCHS, help="compile for this arch (default: the GPU, else sm_90)"
-    )
+    add_arch_option(p, "compile")
     p.add_argument("--dtype", choices=DTYPES, help="input dtype (default: the kernel's first)")
     p.add_argument(
         "--shape",
@@ -74,7 +70,7 @@ def ir_job(
         parse_settings(text)  # a malformed selector fails here, before any compile
     entry = discover(args.path).find(name)
     params: dict[str, object] = {
-        "arch": parse_arch(args.arch) if args.arch else None,
+        "arch": args.arch,
         "configs": configs,
         "stages": stages,
         "dtype": args.dtype,

@@ -10,9 +10,10 @@ import importlib
 import os
 import signal
 import sys
+from typing import NoReturn
 
 from workbench.cli.options import add_path_option
-from workbench.runtime.errors import WorkbenchError
+from workbench.runtime.errors import Problem, WorkbenchError
 from workbench.views.text import print_json, print_problem
 
 COMMANDS = (
@@ -23,8 +24,19 @@ COMMANDS = (
 imported when the parser is built, so opening the UI does not wait for them."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """Argument errors said as every other error is: `error (usage)`, the cause, the remedy.
+    The command parsers are made of this class too (argparse gives them their parent's)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        remedy = f"see `{self.prog} --help`"
+        print_problem(Problem("bad-arguments", message, remedy, source="usage"))
+        raise SystemExit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="workbench", description="Check, measure, read and profile Triton kernels."
     )
     # Before the command too (`workbench --path DIR` opens the TUI on DIR); a subcommand's own

@@ -6,6 +6,7 @@ import argparse
 import os
 from collections.abc import Callable
 
+from workbench.ir.occupancy import parse_arch
 from workbench.runtime.errors import fail
 
 
@@ -22,6 +23,23 @@ def add_path_option(parser: argparse.ArgumentParser, dest: str = "path") -> None
 
 def add_json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def add_arch_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """--arch as every command takes it: sm_XX (sm_90, sm_90a, 90, sm_100, sm_120...)."""
+    parser.add_argument(
+        "--arch",
+        type=arch_number,
+        metavar="sm_XX",
+        help=f"{what} for this arch (default: the GPU, else sm_90)",
+    )
+
+
+def arch_number(text: str) -> int:
+    try:
+        return parse_arch(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def add_command_options(

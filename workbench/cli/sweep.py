@@ -14,8 +14,7 @@ import time
 
 from workbench.catalog.discovery import discover
 from workbench.catalog.spec import DTYPES
-from workbench.cli.options import add_command_options
-from workbench.ir.occupancy import parse_arch
+from workbench.cli.options import add_arch_option, add_command_options
 from workbench.run import machine
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import parse_shape
@@ -39,7 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--jobs", type=int, help="parallel compiles (default: the CPU cores)")
     p.add_argument("--gpus", help="all, or indices such as 0,1: one worker per GPU")
-    p.add_argument("--arch", help="compile for sm_XX (default: the GPU, else sm_90)")
+    add_arch_option(p, "compile")
     p.add_argument("--resume", action="store_true", help="continue the newest sweep of NAME")
     p.add_argument("--config-timeout", type=float, default=120.0, help="seconds per config")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds for the whole sweep")
@@ -64,7 +63,7 @@ def params_from(args: argparse.Namespace) -> dict:
         "dtype": args.dtype,
         "space": space,
         "jobs": args.jobs,
-        "arch": parse_arch(args.arch) if args.arch else None,
+        "arch": args.arch,
         "resume": resume,
         "config_timeout": args.config_timeout,
     }

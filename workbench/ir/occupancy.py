@@ -36,6 +36,11 @@ ARCHS: dict[int, ArchLimits] = {
     86: ArchLimits("sm_86", 48, 16, smem_per_sm=100 * 1024, max_smem_per_block=99 * 1024),
     89: ArchLimits("sm_89", 48, 24, smem_per_sm=100 * 1024, max_smem_per_block=99 * 1024),
     90: ArchLimits("sm_90", 64, 32, smem_per_sm=228 * 1024, max_smem_per_block=227 * 1024),
+    # Blackwell: data-centre parts keep Hopper's SM limits; consumer parts (sm_120) hold 48
+    # warps and 128 KB of shared memory per SM, 99 KB a block (CUDA's per-capability table)
+    100: ArchLimits("sm_100", 64, 32, smem_per_sm=228 * 1024, max_smem_per_block=227 * 1024),
+    103: ArchLimits("sm_103", 64, 32, smem_per_sm=228 * 1024, max_smem_per_block=227 * 1024),
+    120: ArchLimits("sm_120", 48, 32, smem_per_sm=128 * 1024, max_smem_per_block=99 * 1024),
 }
 LIMITERS = ("registers", "shared memory", "warps", "blocks")
 

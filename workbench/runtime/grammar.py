@@ -14,15 +14,19 @@ NO_SHAPE = ("", "inputs", "()")
 """How a case names "the shape the inputs decide" (the three-name contract)."""
 
 
+USAGE = {"source": "usage"}
+"""What these grammars refuse is always a command-line argument."""
+
+
 def parse_shape(text: str, option: str = "--shape") -> Shape:
     """ "4096x4096", "4096,4096", "(4096, 4096)" or "268435456" -> (4096, 4096)."""
     parts = re.split(r"\s*[x,]\s*", text.strip().lower().strip("()[]").strip())
     remedy = f"write the sizes as positive integers joined by x, e.g. {option} 4096x4096"
     if not all(p.isdigit() for p in parts):
-        raise fail("bad-shape", f"{option} {text!r} is not a list of integers", remedy)
+        raise fail("bad-shape", f"{option} {text!r} is not a list of integers", remedy, **USAGE)
     dims = tuple(int(p) for p in parts)
     if any(d <= 0 for d in dims):
-        raise fail("bad-shape", f"{option} {text!r} has a size below 1", remedy)
+        raise fail("bad-shape", f"{option} {text!r} has a size below 1", remedy, **USAGE)
     return dims
 
 
@@ -49,6 +53,7 @@ def parse_settings(text: str, flag: str = "--config") -> dict[str, Any]:
                 "bad-config",
                 f"{part!r} in {flag} is not KEY=VALUE",
                 "write the config as K=V pairs separated by commas, e.g. BLOCK=1024,num_warps=8",
+                **USAGE,
             )
         values[key.strip()] = setting_value(value)
     return values
