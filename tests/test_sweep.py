@@ -117,6 +117,10 @@ def test_generated_space_spans_tiles_warps_and_stages():
     assert {c["GROUP_M"] for c in configs} == {8}  # not a tile: kept
     with pytest.raises(WorkbenchError, match="no BLOCK"):
         space.generate({"N": 7})
+    # a one-dimensional block beyond a 2-D tile's range keeps its own: 4096 was an empty space
+    wide = space.generate({"BLOCK": 4096, "num_warps": 8})
+    assert {c["BLOCK"] for c in wide} == {2048, 4096, 8192} and len(wide) == 3 * 2 * 3
+    assert {c["BLOCK_M"] for c in space.generate({"BLOCK_M": 256})} == {128, 256}
 
 
 def test_config_files_json_and_text(tmp_path):

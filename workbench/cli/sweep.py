@@ -114,8 +114,8 @@ class Progress:
         if event.get("event") == "progress" and event.get("total"):
             done, total = event["done"], event["total"]
             spent = time.monotonic() - self.start
-            eta = spent / done * (total - done) if done else float("nan")
-            print(f"  [{done}/{total}] ETA {eta:.0f} s  {event['case']}", file=sys.stderr)
+            eta = f"{spent / done * (total - done):.0f} s" if done else "-"
+            print(f"  [{done}/{total}] ETA {eta}  {event['case']}", file=sys.stderr)
         elif event.get("event") == "config-timeout":
             print(f"  {event['label']} overran its time: resuming past it", file=sys.stderr)
 

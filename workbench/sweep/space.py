@@ -89,8 +89,8 @@ def tile_params(values: Values) -> list[str]:
 
 
 def generate(base: Values, warps: tuple[int, ...] = WARPS, stages: tuple[int, ...] = STAGES):
-    """Every tile parameter at half, the same and twice its value (16..256) x num_warps x
-    num_stages, the base's other values kept."""
+    """Every tile parameter at half, the same and twice its value (16..256, or up to twice a
+    larger base) x num_warps x num_stages, the base's other values kept."""
     tiles = tile_params(base)
     if not tiles:
         raise fail(
@@ -98,14 +98,18 @@ def generate(base: Values, warps: tuple[int, ...] = WARPS, stages: tuple[int, ..
             f"no BLOCK*/TILE* constexpr with a power-of-two value among {sorted(base)}",
             "use --space own (the kernel's @triton.autotune configs) or a file of configs",
         )
-    choices = [
-        sorted({v for v in (base[t] // 2, base[t], base[t] * 2) if TILE_MIN <= v <= TILE_MAX})
-        for t in tiles
-    ]
+    choices = [_sizes(base[t]) for t in tiles]
     out = []
     for sizes, w, s in itertools.product(itertools.product(*choices), warps, stages):
         out.append({**base, **dict(zip(tiles, sizes)), "num_warps": w, "num_stages": s})
     return out
+
+
+def _sizes(value: int) -> list[int]:
+    """Half, the same and twice: within a 2-D tile's 16..256, or up to twice a larger base (a
+    one-dimensional BLOCK of thousands keeps its own range)."""
+    top = TILE_MAX if value <= TILE_MAX else 2 * value
+    return sorted({v for v in (value // 2, value, value * 2) if TILE_MIN <= v <= top})
 
 
 MAXNREG = (128, 168)
