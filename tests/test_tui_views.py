@@ -252,3 +252,19 @@ def test_cache_name_prints_the_answer_then_only_its_own_entries():
     compiled, _, note = cache.own_entries(report)
     assert other not in compiled and note is not None
     assert f"of {len(report['scan']['compiled'])} compiled" in note
+
+
+def test_the_same_static_finding_of_many_configs_is_one_line_naming_them():
+    """`resources` on a many-config module: one line per finding, its configs named."""
+    from workbench.views.rows import finding_lines
+
+    occupancy = {"severity": "info", "id": "low-occupancy", "title": "25% (16/64 warps)"}
+    found = [
+        {**occupancy, "fix": "fewer stages", "evidence": {"config": f"BLOCK={b}"}}
+        for b in (16, 32, 64, 128, 256)
+    ]
+    spill = {"severity": "high", "id": "register-spill", "title": "8 B", "fix": "f", "line": 9}
+    text = finding_lines([*found, spill])
+    assert text.count("low-occupancy") == 1 and text.count("register-spill:9") == 1
+    assert "configs: BLOCK=16, BLOCK=32, BLOCK=64 and 2 more" in text
+    assert finding_lines([]) == "no static findings"

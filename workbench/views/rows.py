@@ -90,10 +90,21 @@ def resource_row(v: IrVariant) -> tuple:
 
 
 def finding_lines(found: list[dict]) -> str:
-    lines = []
+    """One line per finding; the same finding of several configs once, naming them (a
+    16-config module gave 16 identical lines that did not say which config each was)."""
+    groups: dict[tuple, list[str]] = {}
     for f in found:
-        where = f":{f['line']}" if f.get("line") else ""
-        lines.append(f"[{f['severity']}] {f['id']}{where}: {f['title']}\n    fix: {f['fix']}")
+        same = (f["severity"], f["id"], f.get("line"), f["title"], f["fix"])
+        config = (f.get("evidence") or {}).get("config")
+        groups.setdefault(same, []).extend([config] if config else [])
+    lines = []
+    for (severity, fid, line, title, fix), configs in groups.items():
+        where = f":{line}" if line else ""
+        shown = ", ".join(configs[:3]) + (
+            f" and {len(configs) - 3} more" if len(configs) > 3 else ""
+        )
+        which = f"\n    config{'s' if len(configs) > 1 else ''}: {shown}" if configs else ""
+        lines.append(f"[{severity}] {fid}{where}: {title}{which}\n    fix: {fix}")
     return "\n".join(lines) or "no static findings"
 
 
