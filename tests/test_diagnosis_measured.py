@@ -111,3 +111,21 @@ def test_one_long_kernel_is_not_launch_bound():
     assert launch_bound(Facts("vector_add", launch=one)) == []
     one.graph_ms, one.graph_correct = 1.0601, True
     assert launch_bound(Facts("vector_add", launch=one)) == []
+
+
+@pytest.mark.parametrize("excess, fires", [(0.24, False), (0.26, True)])
+def test_uncoalesced_access_threshold_edges(launch, excess, fires):
+    """A quarter more sectors than the access needs is the line: just under it stays silent,
+    just over it is a medium finding (high only from twice the sectors)."""
+    k = copy.deepcopy(launch["vector_add"])
+    ideal_key = "memory_l2_theoretical_sectors_global_ideal"
+    lines = [h for h in k["hot_lines"] if h.get("origin", "kernel") == "kernel"]
+    for h in lines:  # every line as coalesced as it can be
+        h["memory_l2_theoretical_sectors_global"] = h.get(ideal_key) or 0
+    ideal = sum(h.get(ideal_key) or 0 for h in lines)
+    hot = next(h for h in lines if h["line"] == 16)
+    hot["memory_l2_theoretical_sectors_global"] += excess * ideal
+    found = uncoalesced_finding(k)
+    assert (found is not None) == fires
+    if fires:
+        assert found.severity == "medium" and found.line == 16
