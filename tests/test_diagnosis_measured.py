@@ -15,6 +15,7 @@ from workbench.diagnosis.launch import launch_bound
 from workbench.diagnosis.measured import (
     grid_fill,
     grid_finding,
+    spill_finding,
     stall_finding,
     stall_shares,
     uncoalesced_finding,
@@ -129,3 +130,17 @@ def test_uncoalesced_access_threshold_edges(launch, excess, fires):
     assert (found is not None) == fires
     if fires:
         assert found.severity == "medium" and found.line == 16
+
+
+def test_a_spill_seen_only_through_local_traffic_is_found(launch):
+    """ncu without the SASS spill counter (a preset that leaves it out) still shows the spill
+    by its local loads and stores, or by local bytes alone; a clean launch stays silent."""
+    spill = launch["spill"]
+    assert spill_finding(spill) is not None
+    by_traffic = {**spill, "spill_instructions": 0}
+    found = spill_finding(by_traffic)
+    assert found is not None and "local ld/st" in found.title
+    by_bytes = {**by_traffic, "local_ld_instructions": 0, "local_st_instructions": 0}
+    assert spill_finding(by_bytes) is not None
+    clean = {**by_bytes, "local_bytes": 0}
+    assert spill_finding(clean) is None
