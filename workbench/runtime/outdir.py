@@ -39,8 +39,8 @@ class OutDir:
             here = here / part
             try:
                 mode = os.lstat(here).st_mode
-            except FileNotFoundError:
-                return  # made when written
+            except (FileNotFoundError, NotADirectoryError):  # the latter: above the root
+                return  # made when written, or the write says why not
             want_folder = folder or i < len(parts) - 1
             if not (stat.S_ISDIR(mode) if want_folder else stat.S_ISREG(mode)):
                 raise self._refused(here, want_folder)
