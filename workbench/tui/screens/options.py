@@ -15,6 +15,7 @@ from workbench.catalog.discovery import KernelEntry
 from workbench.ir.occupancy import ARCHS
 from workbench.runtime.errors import WorkbenchError
 from workbench.sweep.space import SPACES
+from workbench.tui.widgets.plain import escaped
 from workbench.views.actions import Selection, problem_text
 
 SPACE_HELP = {
@@ -37,7 +38,7 @@ class OptionsScreen(ModalScreen[Selection | None]):
         e, sel = self.entry, self.selection
         sets = e.shapes or {}
         with Vertical(id="options", classes="dialog"):
-            yield Label(Text(f"options for {e.name}'s actions", "bold"))
+            yield Label(escaped(Text(f"options for {e.name}'s actions", "bold")))
             with Grid(id="options-grid"):
                 yield Label("dtype")
                 yield Select(
@@ -109,5 +110,5 @@ class OptionsScreen(ModalScreen[Selection | None]):
             self.dismiss(chosen.validated())
         except WorkbenchError as exc:
             self.query_one("#opt-problem", Static).update(
-                Text(problem_text("error", exc.problem), "red")
+                escaped(Text(problem_text("error", exc.problem), "red"))
             )

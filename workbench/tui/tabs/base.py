@@ -21,6 +21,7 @@ from textual.widgets.data_table import CursorType
 from workbench.cache.freshness import changed_since
 from workbench.catalog.discovery import KernelEntry
 from workbench.tui.jobqueue import QUEUED, RUNNING, Task
+from workbench.tui.widgets.plain import PlainTable, escaped
 from workbench.views.actions import Finished, problem_text
 from workbench.views.cache import age
 
@@ -93,12 +94,12 @@ class Pane(Vertical):
         """Ages and the source-changed mark move with the clock."""
         view = getattr(self, "view", None)
         if view is not None:
-            self.query_one(".head", Static).update(head_text(view, self.empty_text(view)))
+            self.query_one(".head", Static).update(escaped(head_text(view, self.empty_text(view))))
 
 
 def rows_table(table_id: str, headers: Sequence[str], cursor: CursorType = "row") -> DataTable:
     """A body's table, zebra-striped, its columns in place before it mounts."""
-    table: DataTable = DataTable(id=table_id, zebra_stripes=True, cursor_type=cursor)
+    table = PlainTable(id=table_id, zebra_stripes=True, cursor_type=cursor)
     table.add_columns(*headers)
     return table
 

@@ -9,6 +9,7 @@ from textual.containers import Horizontal
 from textual.widgets import ProgressBar, Static
 
 from workbench.tui.jobqueue import JobQueue
+from workbench.tui.widgets.plain import escaped
 
 
 class JobBar(Horizontal):
@@ -34,4 +35,4 @@ class JobBar(Horizontal):
             names = ", ".join(f"{t.action} {t.kernel.name}" for t in waiting[:3])
             more = f" and {len(waiting) - 3} more" if len(waiting) > 3 else ""
             text.append(f"  · {len(waiting)} queued: {names}{more} (j)")
-        self.query_one("#job-text", Static).update(text)
+        self.query_one("#job-text", Static).update(escaped(text))
