@@ -79,24 +79,19 @@ def test_report_refuses_a_link_in_out_and_touches_nothing(tmp_path, outside, ben
     assert not (out / link).is_symlink() and _tree(outside) == before
 
 
-def test_a_linked_out_folder_itself_is_written_where_it_leads(tmp_path, benched):
-    """--out as the user named it, a link included: the user chose where it leads."""
-    real = tmp_path / "real"
-    real.mkdir()
-    (tmp_path / "latest").symlink_to(real)
-    assert _report(tmp_path / "latest").returncode == 0
-    assert (real / "index.md").is_file() and (real / "kernels" / "vector_add.md").is_file()
-
-
 def test_report_prunes_only_its_own_images(tmp_path, benched):
-    """An earlier report's sweep.png goes (no sweep is stored now); the user's file stays."""
-    images = tmp_path / "out" / "kernels" / "vector_add"
+    """An earlier report's sweep.png goes (no sweep is stored now); the user's file stays. --out
+    itself is a link, which is followed: the user chose where it leads."""
+    real = tmp_path / "real"
+    images = real / "kernels" / "vector_add"
     images.mkdir(parents=True)
     (images / "sweep.png").write_bytes(b"an earlier report's plot")
     (images / "holiday.png").write_bytes(b"the user's own")
-    assert _report(tmp_path / "out", "--format", "html").returncode == 0
+    (tmp_path / "latest").symlink_to(real)
+    assert _report(tmp_path / "latest", "--format", "html").returncode == 0
     assert sorted(p.name for p in images.iterdir()) == ["holiday.png", "roofline.png", "trend.png"]
     assert (images / "holiday.png").read_bytes() == b"the user's own"
+    assert (real / "index.html").is_file() and (real / "kernels" / "vector_add.html").is_file()
 
 
 def test_ir_out_writes_nothing_through_a_linked_folder(tmp_path, outside):
