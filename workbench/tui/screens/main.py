@@ -25,7 +25,7 @@ from workbench.tui.tabs import TABS, Tab, pane_class, tab
 from workbench.tui.widgets.job_bar import JobBar
 from workbench.tui.widgets.kernel_list import KernelList
 from workbench.tui.widgets.kernel_panel import KernelPanel
-from workbench.tui.widgets.plain import escaped
+from workbench.tui.widgets.plain import PlainStatic
 from workbench.views.actions import ACTIONS, Finished, Selection, problem_text
 from workbench.views.kernels import LIST_HEADERS, KernelStatus, ordered
 from workbench.views.text import escape_controls
@@ -43,7 +43,7 @@ class MainScreen(Screen[None]):
         with Horizontal(id="body"):
             with Vertical(id="left"):
                 yield KernelList(id="kernels")
-                yield Static(id="problems")
+                yield PlainStatic(id="problems")
         yield Footer()
 
     def __init__(self) -> None:
@@ -101,7 +101,7 @@ class MainScreen(Screen[None]):
         problems = self.app.catalog.problems  # type: ignore[attr-defined]
         text = "\n".join(problem_text("cannot load", p) for p in problems)
         widget = self.query_one("#problems", Static)
-        widget.update(escaped(Text(text, "red")))
+        widget.update(Text(text, "red"))
         widget.display = bool(problems)
 
     def say(self, message: str, severity: SeverityLevel = "information") -> None:
@@ -172,7 +172,7 @@ class MainScreen(Screen[None]):
         if not self.app.gpu:  # type: ignore[attr-defined]
             gpu_only = ", ".join(a.name for a in ACTIONS.values() if a.gpu_only)
             text.append(f"  · no GPU here: {gpu_only} greyed", "dim")
-        head.update(escaped(text))
+        head.update(text)
 
     def selection(self, entry: KernelEntry) -> Selection:
         return self.app.selections.get(entry.name, Selection())  # type: ignore[attr-defined]

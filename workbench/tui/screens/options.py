@@ -15,7 +15,7 @@ from workbench.catalog.discovery import KernelEntry
 from workbench.ir.occupancy import ARCHS
 from workbench.runtime.errors import WorkbenchError
 from workbench.sweep.space import SPACES
-from workbench.tui.widgets.plain import escaped
+from workbench.tui.widgets.plain import PlainStatic, escaped
 from workbench.views.actions import Selection, problem_text
 
 SPACE_HELP = {
@@ -80,7 +80,7 @@ class OptionsScreen(ModalScreen[Selection | None]):
                 "sweep and bench all of it.",
                 classes="hint",
             )
-            yield Static(id="opt-problem")
+            yield PlainStatic(id="opt-problem")
             with Horizontal(classes="buttons"):
                 yield Button("keep", variant="primary", id="opt-keep")
                 yield Button("cancel", id="opt-cancel")
@@ -110,5 +110,5 @@ class OptionsScreen(ModalScreen[Selection | None]):
             self.dismiss(chosen.validated())
         except WorkbenchError as exc:
             self.query_one("#opt-problem", Static).update(
-                escaped(Text(problem_text("error", exc.problem), "red"))
+                Text(problem_text("error", exc.problem), "red")
             )

@@ -21,7 +21,7 @@ from textual.widgets.data_table import CursorType
 from workbench.cache.freshness import changed_since
 from workbench.catalog.discovery import KernelEntry
 from workbench.tui.jobqueue import QUEUED, RUNNING, Task
-from workbench.tui.widgets.plain import PlainTable, escaped
+from workbench.tui.widgets.plain import PlainStatic, PlainTable
 from workbench.views.actions import Finished, problem_text
 from workbench.views.cache import age
 
@@ -56,7 +56,7 @@ class Pane(Vertical):
     """A tab's content: a head (`.head`) and the body the subclass composes."""
 
     def compose(self) -> ComposeResult:
-        yield Static(classes="head")
+        yield PlainStatic(classes="head")
         yield from self.body()
 
     def body(self) -> ComposeResult:
@@ -94,7 +94,7 @@ class Pane(Vertical):
         """Ages and the source-changed mark move with the clock."""
         view = getattr(self, "view", None)
         if view is not None:
-            self.query_one(".head", Static).update(escaped(head_text(view, self.empty_text(view))))
+            self.query_one(".head", Static).update(head_text(view, self.empty_text(view)))
 
 
 def rows_table(table_id: str, headers: Sequence[str], cursor: CursorType = "row") -> DataTable:

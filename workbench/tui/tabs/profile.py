@@ -10,7 +10,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from workbench.tui.tabs.base import Pane, View, rows_table
-from workbench.tui.widgets.plain import PlainTable
+from workbench.tui.widgets.plain import PlainStatic, PlainTable
 from workbench.views.actions import Finished
 from workbench.views.rows import (
     LINE_HEADERS,
@@ -30,7 +30,7 @@ class ProfilePane(Pane):
     def body(self) -> ComposeResult:
         with VerticalScroll(id="profile-body"):
             yield PlainTable(id="profile-kernels", zebra_stripes=True)
-            yield Static(id="profile-findings")
+            yield PlainStatic(id="profile-findings")
             yield rows_table("profile-lines", LINE_HEADERS, cursor="cell")
             yield rows_table("profile-rules", RULE_HEADERS, cursor="cell")
 

@@ -9,13 +9,13 @@ from textual.containers import Horizontal
 from textual.widgets import ProgressBar, Static
 
 from workbench.tui.jobqueue import JobQueue
-from workbench.tui.widgets.plain import escaped
+from workbench.tui.widgets.plain import PlainStatic
 
 
 class JobBar(Horizontal):
     def compose(self) -> ComposeResult:
         yield ProgressBar(id="job-progress", total=1, show_eta=False, show_percentage=False)
-        yield Static(id="job-text")
+        yield PlainStatic(id="job-text")
 
     def show(self, queue: JobQueue) -> None:
         running, waiting = queue.running, queue.queued
@@ -35,4 +35,4 @@ class JobBar(Horizontal):
             names = ", ".join(f"{t.action} {t.kernel.name}" for t in waiting[:3])
             more = f" and {len(waiting) - 3} more" if len(waiting) > 3 else ""
             text.append(f"  · {len(waiting)} queued: {names}{more} (j)")
-        self.query_one("#job-text", Static).update(escaped(text))
+        self.query_one("#job-text", Static).update(text)

@@ -8,7 +8,8 @@ from typing import Any
 
 from rich.markup import escape
 from rich.text import Text
-from textual.widgets import DataTable
+from textual.visual import VisualType
+from textual.widgets import DataTable, Static
 from textual.widgets.data_table import RowKey
 
 from workbench.views.text import escape_controls
@@ -27,6 +28,18 @@ def escaped(text: Text) -> Text:
             part.stylize(span.style)
         out.append_text(part)
     return out
+
+
+class PlainStatic(Static):
+    """A Static whose text shows as it is: a str is not read as markup, and the control
+    characters of a str or a Text are escaped."""
+
+    def update(self, content: VisualType = "", *, layout: bool = True) -> None:
+        if isinstance(content, str):
+            content = Text(escape_controls(content, keep_lines=True))
+        elif isinstance(content, Text):
+            content = escaped(content)
+        super().update(content, layout=layout)
 
 
 class PlainTable(DataTable):
