@@ -7,7 +7,9 @@
 File names come from kernel names made safe (letters, digits, . _ -; anything else replaced and a
 short hash of the real name added, so two names never share a file, even on a file system that
 ignores case); pages refer to their images and to each other by relative paths, so the folder
-can be moved, committed or zipped whole.
+can be moved, committed or zipped whole. Nothing in OUT is reached through a link
+(`runtime.outdir`), and of an image folder only the report's own images are ever replaced or
+removed.
 """
 
 from __future__ import annotations
