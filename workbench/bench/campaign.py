@@ -43,6 +43,7 @@ def run_all(
             f"--redo names no kernel here: {', '.join(sorted(unknown))}",
             "use names that `workbench list` shows",
         )
+    report.out_folder(out)  # a link in the way is refused before any kernel runs
     doc = resumed(out, redo) if resume else report.new_doc()
     doc["problems"] = [p.to_dict() for p in problems]
     done = {k["name"] for k in doc["kernels"]}

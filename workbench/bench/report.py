@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 import time
 from pathlib import Path
 
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import shape_text
+from workbench.runtime.outdir import OutDir
 
 SCHEMA = 1
 
@@ -93,29 +92,33 @@ def is_clean(doc: dict) -> bool:
     )
 
 
+FILES = ("bench.json", "README.md")
+
+
+def out_folder(out_dir: str | Path) -> OutDir:
+    """The report's --out, refused where a link stands in either file's place (called before
+    any kernel runs, and again before writing)."""
+    out = OutDir(out_dir, "--out")
+    for name in FILES:
+        out.check(name)
+    return out
+
+
 def write(doc: dict, out_dir: str | Path) -> tuple[Path, Path]:
-    """Write bench.json and README.md into out_dir (each replaced whole, never half-written)."""
-    out = Path(out_dir)
+    """Write bench.json and README.md into out_dir (each replaced whole, never half-written, and
+    never through a link)."""
+    out = out_folder(out_dir)
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        json_path = _replace(out / "bench.json", json.dumps(doc, indent=1, default=str) + "\n")
-        md_path = _replace(out / "README.md", markdown(doc))
+        json_path = out.put(FILES[0], json.dumps(doc, indent=1, default=str) + "\n")
+        md_path = out.put(FILES[1], markdown(doc))
     except OSError as exc:
         raise fail(
             "report-unwritable",
-            f"cannot write the benchmark report to {out}: {exc.strerror or exc}",
+            f"cannot write the benchmark report to {out_dir}: {exc.strerror or exc}",
             "choose a writable folder with --out",
-            file=str(out),
+            file=str(out_dir),
         ) from exc
     return json_path, md_path
-
-
-def _replace(path: Path, text: str) -> Path:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
-    return path
 
 
 # ---- markdown -------------------------------------------------------------------------------

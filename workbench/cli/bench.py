@@ -113,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_one(entry: KernelEntry, params: dict, args: argparse.Namespace) -> int:
+    if args.out:
+        benchreport.out_folder(args.out)  # a link in the way is refused before the bench runs
     doc = benchreport.new_doc()
     kernel = campaign.add_kernel(doc, entry)
     outcome = campaign.bench(entry, params, args.timeout, doc, kernel, _sayer(args))

@@ -14,7 +14,7 @@ from typing import NoReturn
 
 from workbench.cli.options import add_path_option
 from workbench.runtime.errors import Problem, WorkbenchError
-from workbench.views.text import print_json, print_problem
+from workbench.views.text import escaped_output, print_json, print_problem
 
 COMMANDS = (
     "listing", "check", "history", "bench", "profile", "ir", "resources", "cache", "sweep",
@@ -81,9 +81,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.leading_path and not hasattr(args, "path"):
         parser.error(f"`{args.command}` takes no --path")
     args.path = paths
+    signal.signal(signal.SIGTERM, _terminated)
+    with escaped_output():  # a kernel's name or message cannot drive the terminal
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command, its errors printed, its end said by the exit status."""
     from workbench.run import jobs  # not at the top: the UI opens without it
 
-    signal.signal(signal.SIGTERM, _terminated)
     try:
         code = int(args.run(args))
         sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at exit

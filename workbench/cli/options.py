@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 from collections.abc import Callable
 
 from workbench.ir.occupancy import parse_arch
@@ -57,10 +58,8 @@ def writable_folder(path: str, flag: str) -> str:
     folder = os.path.abspath(path)
     try:
         os.makedirs(folder, exist_ok=True)
-        probe = os.path.join(folder, f".workbench-write-test-{os.getpid()}")
-        with open(probe, "w"):
+        with tempfile.TemporaryFile(dir=folder):  # a new file, no name a link could stand at
             pass
-        os.remove(probe)
     except OSError as exc:
         raise fail(
             "unwritable-folder",

@@ -26,6 +26,7 @@ from workbench.run.faults import problem_from_exception
 from workbench.runtime import compat
 from workbench.runtime.errors import Problem, WorkbenchError, fail
 from workbench.runtime.grammar import parse_settings
+from workbench.runtime.outdir import OutDir
 
 DEFAULT_ARCH = 90
 TEXT_STAGES = ("ttir", "ttgir", "llir", "ptx")
@@ -41,6 +42,7 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
     arch = params.get("arch") or device_arch or DEFAULT_ARCH
     on_device = gpu and arch == device_arch
     out_dir = Path(params.get("out") or ctx.run_dir)
+    out = OutDir(out_dir, "--out")
     stages = [s for s in params.get("stages") or STAGES if s in STAGES]
     shape = tuple(params["shape"]) if params.get("shape") else None
     variants = _variants(capture(spec, ctx.device, params.get("dtype"), shape), arch)
@@ -50,8 +52,8 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
     compiled: list[Compiled] = []
     for i, variant in enumerate(chosen):
         ctx.emit({"event": "progress", "done": i, "total": len(chosen), "case": variant["label"]})
-        folder = out_dir / f"{i}_{variant['launch'].name}"
-        result, facts = _build(variant, arch, on_device, folder, stages, params)
+        folder = f"{i}_{variant['launch'].name}"
+        result, facts = _build(variant, arch, on_device, out, folder, stages, params)
         results.append(result)
         compiled += [facts] if facts else []
         ctx.emit({"event": "variant", "variant": {k: result[k] for k in ("label", "error")}})
@@ -143,7 +145,8 @@ def _build(
     variant: dict,
     arch: int,
     on_device: bool,
-    folder: Path,
+    out: OutDir,
+    folder: str,
     stages: list[str],
     params: dict,
 ) -> tuple[dict, Compiled | None]:
@@ -175,13 +178,13 @@ def _build(
             kernel = compat.cross_compile(launch.fn, arch, launch.args, launch.kwargs)
         result["timings"]["compile_s"] = round(time.perf_counter() - start, 3)
         result["hash"] = kernel.hash
-        texts = _write_artifacts(kernel, folder, stages, result)
+        texts = _write_artifacts(kernel, out, folder, stages, result)
         res = disasm.kernel_resources(kernel, arch, result["artifacts"]["cubin"])
         result["resources"] = res.to_dict()
         if on_device:
             result["device"] = resources.agreement(res, int(kernel.n_regs), int(kernel.n_spills))
             if params.get("cross_check"):
-                result["cross_check"] = _cross_check(launch, arch, kernel.hash, res, folder)
+                result["cross_check"] = _cross_check(launch, arch, kernel.hash, res, out, folder)
         start = time.perf_counter()
         smap = SourceMap.build(texts)
         result["sourcemap"] = smap.to_dict()
@@ -203,12 +206,13 @@ def _build(
     return result, facts
 
 
-def _write_artifacts(kernel: Any, folder: Path, stages: list[str], result: dict) -> dict[str, str]:
-    """Write cubin and the chosen stages; return the texts to map (TTIR always, for findings)."""
-    folder.mkdir(parents=True, exist_ok=True)
+def _write_artifacts(
+    kernel: Any, out: OutDir, folder: str, stages: list[str], result: dict
+) -> dict[str, str]:
+    """Write cubin and the chosen stages into `folder` of `out`; return the texts to map (TTIR
+    always, for findings)."""
     name = kernel.metadata.name
-    cubin = folder / f"{name}.cubin"
-    cubin.write_bytes(kernel.asm["cubin"])
+    cubin = out.put(f"{folder}/{name}.cubin", kernel.asm["cubin"])
     result["artifacts"]["cubin"] = str(cubin)
     texts: dict[str, str] = {}
     for stage in TEXT_STAGES:
@@ -219,22 +223,20 @@ def _write_artifacts(kernel: Any, folder: Path, stages: list[str], result: dict)
         texts["sass"] = disasm.sass(str(cubin))
         result["timings"]["sass_s"] = round(time.perf_counter() - start, 3)
     for stage, text in texts.items():
-        path = folder / f"{name}.{stage}"
-        path.write_text(text)
+        path = out.put(f"{folder}/{name}.{stage}", text)
         result["artifacts"][stage] = str(path)
         result["line_counts"][stage] = text.count("\n")
     return texts
 
 
 def _cross_check(
-    launch: Launch, arch: int, device_hash: str, res: resources.Resources, folder: Path
+    launch: Launch, arch: int, device_hash: str, res: resources.Resources, out: OutDir, folder: str
 ) -> dict:
     """Cross-compile the same launch for the device's arch: same hash, same resources?"""
     start = time.perf_counter()
     kernel = compat.cross_compile(launch.fn, arch, launch.args, launch.kwargs)
     seconds = round(time.perf_counter() - start, 3)
-    cubin = folder / f"{kernel.metadata.name}.cross.cubin"
-    cubin.write_bytes(kernel.asm["cubin"])
+    cubin = out.put(f"{folder}/{kernel.metadata.name}.cross.cubin", kernel.asm["cubin"])
     cross = disasm.kernel_resources(kernel, arch, str(cubin))
     return {
         "same_hash": kernel.hash == device_hash,

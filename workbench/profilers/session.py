@@ -23,6 +23,7 @@ from workbench.profilers.toolerrors import Filters, classify, timeout_problem
 from workbench.run import jobs, machine
 from workbench.runtime.errors import Problem, WorkbenchError, fail
 from workbench.runtime.grammar import parse_case
+from workbench.runtime.outdir import OutDir
 
 TOOLS = ("ncu", "nsys")
 
@@ -182,7 +183,8 @@ def import_file(path: str) -> dict:
         return nsysreport.load(path).to_dict()
     if suffix == ".nsys-rep":
         sqlite = p.with_suffix(".sqlite")
-        if not sqlite.is_file():
+        if not sqlite.is_file():  # exported beside it: never through a link standing there
+            OutDir(p.parent, "--import").check(sqlite.name)
             return nsysreport.load(nsys_cmd.export_sqlite(tools.find("nsys").path, path)).to_dict()
         result = nsysreport.load(str(sqlite)).to_dict()
         newer = p.stat().st_mtime > sqlite.stat().st_mtime

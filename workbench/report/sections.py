@@ -28,6 +28,7 @@ from workbench.report.doc import Block, Code, Heading, Image, Inline, Notice, Pa
 from workbench.run.store import RunRecord
 from workbench.runtime.errors import Problem
 from workbench.runtime.grammar import shape_text
+from workbench.runtime.outdir import OutDir
 from workbench.sweep import analysis
 from workbench.sweep import plot as sweepplot
 from workbench.sweep.result import SweepResult
@@ -46,20 +47,30 @@ PARTS = ("check", "bench", "sweep", "resources", "profile", "diagnosis", "histor
 """The page's parts in order, and the index's columns."""
 
 
+IMAGES = ("roofline.png", "sweep.png", "trend.png")
+"""Every image a page may have: the only files of its image folder a report replaces or prunes."""
+
+
 @dataclass
 class Images:
-    """Where a page's PNGs go, and how the page refers to them (relative)."""
+    """Where a page's PNGs go, and how the page refers to them (relative). A plot is drawn into
+    `staging`, a private folder, then put in the report folder through `out`, which follows no
+    link: a page without plots makes no image folder."""
 
-    folder: Path
+    out: OutDir
+    folder: str
+    """The image folder, inside `out`."""
     href: str
+    staging: Path
     written: list[Path] = field(default_factory=list)
 
     def path(self, name: str) -> Path:
-        self.folder.mkdir(parents=True, exist_ok=True)  # here: a page without plots makes none
-        return self.folder / name
+        if name not in IMAGES:
+            raise ValueError(f"{name} is not one of the report's images {IMAGES}")
+        return self.staging / name
 
     def block(self, path: Path, alt: str) -> Image:
-        self.written.append(path)
+        self.written.append(self.out.put(f"{self.folder}/{path.name}", path.read_bytes()))
         return Image(f"{self.href}/{path.name}", alt)
 
 

@@ -7,13 +7,14 @@
 File names come from kernel names made safe (letters, digits, . _ -; anything else replaced and a
 short hash of the real name added, so two names never share a file, even on a file system that
 ignores case); pages refer to their images and to each other by relative paths, so the folder
-can be moved, committed or zipped whole.
+can be moved, committed or zipped whole. Nothing in OUT is reached through a link
+(`runtime.outdir`), and of an image folder only the report's own images are ever replaced or
+removed.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import tempfile
 import time
@@ -23,9 +24,10 @@ from pathlib import Path
 from workbench.report import render
 from workbench.report.collect import Kernel
 from workbench.report.doc import Code, Link, Page, para, table
-from workbench.report.sections import PARTS, Images, kernel_page
+from workbench.report.sections import IMAGES, PARTS, Images, kernel_page
 from workbench.run.store import Store
 from workbench.runtime.errors import Problem, fail
+from workbench.runtime.outdir import OutDir
 from workbench.runtime.records import Record
 
 FORMATS = ("md", "html")
@@ -77,27 +79,46 @@ def write(
     files: dict[str, str] | None = None,
 ) -> Report:
     """Pages of `names` (and the index linking them, when asked) in `fmt` under `out`; `files`
-    names the kernel files of kernels whose runs do not (those not run yet)."""
+    names the kernel files of kernels whose runs do not (those not run yet). A link in `out` on
+    the way to any file the report writes or prunes is refused before anything is written."""
     store = store or Store()
     generated = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     stems = safe_names(names)
-    kernels_dir = out / KERNELS_DIR
+    folder = OutDir(out, "--out")
+    index_page = f"index.{fmt}" if index else None
+    for stem in stems.values():
+        folder.check(f"{KERNELS_DIR}/{stem}.{fmt}")
+        folder.check(f"{KERNELS_DIR}/{stem}", folder=True)
+        for image in IMAGES:
+            folder.check(f"{KERNELS_DIR}/{stem}/{image}")
+    if index_page:
+        folder.check(index_page)
     written, rows = [], []
-    for name in names:
-        images = Images(kernels_dir / stems[name], stems[name])
-        _clear_images(images.folder)
-        built = kernel_page(Kernel(name, store, (files or {}).get(name)), images, generated)
-        if images.folder.is_dir() and not any(images.folder.iterdir()):
-            images.folder.rmdir()  # made for a plot that had nothing to draw
-        page = kernels_dir / f"{stems[name]}.{fmt}"
-        _put(page, _rendered(built.page, fmt))
-        written.append(Written(name, page, images.written, built.problems, built.missing))
-        link = Link(name, f"{KERNELS_DIR}/{page.name}")
-        rows.append((link, *(built.cells.get(p, "-") for p in PARTS), len(built.problems) or ""))
-    index_path = None
-    if index:
-        index_path = out / f"index.{fmt}"
-        _put(index_path, _rendered(_index(rows, store, generated), fmt))
+    try:
+        with tempfile.TemporaryDirectory(prefix="workbench-plots-") as staging:
+            for name in names:
+                images = Images(folder, f"{KERNELS_DIR}/{stems[name]}", stems[name], Path(staging))
+                for image in IMAGES:  # from an earlier report: a part with no plot now shows none
+                    folder.remove(f"{images.folder}/{image}")
+                kernel = Kernel(name, store, (files or {}).get(name))
+                built = kernel_page(kernel, images, generated)
+                folder.remove_empty_folder(images.folder)
+                page = folder.put(f"{KERNELS_DIR}/{stems[name]}.{fmt}", _rendered(built.page, fmt))
+                written.append(Written(name, page, images.written, built.problems, built.missing))
+                link = Link(name, f"{KERNELS_DIR}/{page.name}")
+                cells = (built.cells.get(p, "-") for p in PARTS)
+                rows.append((link, *cells, len(built.problems) or ""))
+        index_path = None
+        if index_page:
+            index_path = folder.put(index_page, _rendered(_index(rows, store, generated), fmt))
+    except OSError as exc:
+        raise fail(
+            "report-unwritable",
+            f"cannot write the report at {exc.filename or out}: {exc.strerror or exc}",
+            "choose a writable folder with --out",
+            file=str(exc.filename or out),
+            source="usage",
+        ) from exc
     return Report(out, fmt, index_path, written)
 
 
@@ -115,28 +136,3 @@ def _index(rows: list[tuple], store: Store, generated: str) -> Page:
 
 def _rendered(page: Page, fmt: str) -> str:
     return render.html(page) if fmt == "html" else render.markdown(page)
-
-
-def _clear_images(folder: Path) -> None:
-    """A kernel's PNGs from an earlier report go: a part with no plot now must not show one."""
-    for old in folder.glob("*.png"):
-        old.unlink()
-
-
-def _put(path: Path, text: str) -> None:
-    """Write whole or not at all (a reader never sees half a page)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide a served or shared report
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise fail(
-            "report-unwritable",
-            f"cannot write the report to {path.parent}: {exc.strerror or exc}",
-            "choose a writable folder with --out",
-            file=str(path.parent),
-            source="usage",
-        ) from exc

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.cache.freshness import changed_since
 from workbench.catalog.discovery import KernelEntry
 from workbench.views.actions import typed
+from workbench.views.text import escape_controls
 
 if TYPE_CHECKING:  # the list paints before the store is read: its module loads with the reading
     from workbench.run.store import RunRecord, Store
@@ -115,7 +116,7 @@ def source_changed(entry: KernelEntry, status: KernelStatus) -> bool:
 
 def row(entry: KernelEntry, status: KernelStatus) -> tuple[str, ...]:
     return (
-        entry.name,
+        escape_controls(entry.name),
         status.check or "-",
         f"{status.roofline:.0%}" if status.roofline is not None else "-",
         str(status.findings) if status.findings is not None else "-",

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TextIO
 
 from workbench.runtime.errors import Problem
 
@@ -13,8 +14,52 @@ if TYPE_CHECKING:
     from workbench.run.jobs import Outcome
 
 
+_CONTROLS = (*range(0x20), 0x7F, *range(0x80, 0xA0))
+"""C0, DEL and C1: what a terminal reads as a command (ESC starts a sequence, 0x9b is CSI)."""
+_ESCAPES = {c: {9: "\\t", 10: "\\n", 13: "\\r"}.get(c, f"\\x{c:02x}") for c in _CONTROLS}
+_ESCAPES_IN_LINES = {c: e for c, e in _ESCAPES.items() if chr(c) not in "\t\n"}
+
+
+def escape_controls(text: str, keep_lines: bool = False) -> str:
+    """`text` as a terminal should show it: its control characters written as Python writes
+    them in a string literal (`\\x1b`), so a name, path or message from a kernel module cannot
+    move the cursor, retitle the window or recolour what follows; newlines and tabs kept with
+    `keep_lines`. Printable text, unicode included, is left as it is."""
+    return text.translate(_ESCAPES_IN_LINES if keep_lines else _ESCAPES)
+
+
+class _Escaping:
+    """A text stream that writes `escape_controls(..., keep_lines=True)` of what it is given."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(escape_controls(text, keep_lines=True))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def escaped_output() -> Iterator[None]:
+    """stdout and stderr with control characters escaped in all that is printed (tables, lines,
+    problems), the one place every command's output goes through. JSON passes unchanged:
+    json.dumps already writes them as \\u escapes."""
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Escaping(sys.stdout), _Escaping(sys.stderr)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
+    """Columns padded to their widest cell, each cell on one line (escaped before it is
+    measured: an escape is wider than the character it stands for)."""
+    cells = [[escape_controls(str(h)) for h in headers]]
+    cells += [["" if c is None else escape_controls(str(c)) for c in r] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))

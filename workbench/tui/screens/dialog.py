@@ -10,6 +10,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
 
+from workbench.tui.widgets.plain import PlainTable
+
 R = TypeVar("R")
 
 
@@ -22,7 +24,7 @@ class TableDialog(ModalScreen[R]):
     def compose(self) -> ComposeResult:
         with Vertical(id=self.DIALOG_ID, classes="dialog"):
             yield Label(self.INTRO)
-            table: DataTable = DataTable(id=self.TABLE_ID, cursor_type="row", zebra_stripes=True)
+            table = PlainTable(id=self.TABLE_ID, cursor_type="row", zebra_stripes=True)
             table.add_columns(*self.HEADERS)
             yield table
             yield from self.below()

@@ -13,6 +13,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.events import Key as KeyEvent
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane, Tabs
 
@@ -24,8 +25,10 @@ from workbench.tui.tabs import TABS, Tab, pane_class, tab
 from workbench.tui.widgets.job_bar import JobBar
 from workbench.tui.widgets.kernel_list import KernelList
 from workbench.tui.widgets.kernel_panel import KernelPanel
+from workbench.tui.widgets.plain import PlainStatic
 from workbench.views.actions import ACTIONS, Finished, Selection, problem_text
 from workbench.views.kernels import LIST_HEADERS, KernelStatus, ordered
+from workbench.views.text import escape_controls
 
 STALE_CHECK_S = 1.0
 """How often ages move on and edited sources are looked for (a stat per kernel file)."""
@@ -40,7 +43,7 @@ class MainScreen(Screen[None]):
         with Horizontal(id="body"):
             with Vertical(id="left"):
                 yield KernelList(id="kernels")
-                yield Static(id="problems")
+                yield PlainStatic(id="problems")
         yield Footer()
 
     def __init__(self) -> None:
@@ -101,6 +104,10 @@ class MainScreen(Screen[None]):
         widget.update(Text(text, "red"))
         widget.display = bool(problems)
 
+    def say(self, message: str, severity: SeverityLevel = "information") -> None:
+        """A notification naming kernels or paths: shown as it is, not read as markup."""
+        self.notify(escape_controls(message), severity=severity, markup=False)
+
     @work(thread=True, exclusive=True, group="status")
     def load_status(self, names: list[str]) -> None:
         from workbench.runtime.errors import WorkbenchError
@@ -109,7 +116,7 @@ class MainScreen(Screen[None]):
         try:
             found = statuses(names)
         except WorkbenchError as exc:  # a store that cannot be read: say so, keep the list
-            self.app.call_from_thread(self.notify, str(exc.problem), severity="error")
+            self.app.call_from_thread(self.say, str(exc.problem), "error")
             return
         self.app.call_from_thread(self._status_read, found)
 
@@ -238,7 +245,7 @@ class MainScreen(Screen[None]):
         try:
             found = stored.latest(tab_id, entry)
         except WorkbenchError as exc:
-            self.app.call_from_thread(self.notify, str(exc.problem), severity="error")
+            self.app.call_from_thread(self.say, str(exc.problem), "error")
             found = None
         self.app.call_from_thread(self._stored_read, entry, tab_id, found)
 
@@ -263,14 +270,12 @@ class MainScreen(Screen[None]):
             return
         queue = self.app.queue  # type: ignore[attr-defined]
         if queue.find(action, entry.name) is not None and not extra:
-            self.notify(f"{action} {entry.name} is already queued or running (j shows the queue)")
+            self.say(f"{action} {entry.name} is already queued or running (j shows the queue)")
         else:
             ahead = queue.running
             queue.submit(Task(action, entry, self.selection(entry), dict(extra or {})))
             if ahead is not None:
-                self.notify(
-                    f"{action} {entry.name} queued behind {ahead.action} {ahead.kernel.name}"
-                )
+                self.say(f"{action} {entry.name} queued behind {ahead.action} {ahead.kernel.name}")
         self.action_show_tab(ACTIONS[action].tabs[0])
 
     def task_changed(self, task: Task, event: dict | None) -> None:

@@ -15,6 +15,7 @@ from workbench.catalog.discovery import KernelEntry
 from workbench.ir.occupancy import ARCHS
 from workbench.runtime.errors import WorkbenchError
 from workbench.sweep.space import SPACES
+from workbench.tui.widgets.plain import PlainStatic, escaped
 from workbench.views.actions import Selection, problem_text
 
 SPACE_HELP = {
@@ -37,7 +38,7 @@ class OptionsScreen(ModalScreen[Selection | None]):
         e, sel = self.entry, self.selection
         sets = e.shapes or {}
         with Vertical(id="options", classes="dialog"):
-            yield Label(Text(f"options for {e.name}'s actions", "bold"))
+            yield Label(escaped(Text(f"options for {e.name}'s actions", "bold")))
             with Grid(id="options-grid"):
                 yield Label("dtype")
                 yield Select(
@@ -79,7 +80,7 @@ class OptionsScreen(ModalScreen[Selection | None]):
                 "sweep and bench all of it.",
                 classes="hint",
             )
-            yield Static(id="opt-problem")
+            yield PlainStatic(id="opt-problem")
             with Horizontal(classes="buttons"):
                 yield Button("keep", variant="primary", id="opt-keep")
                 yield Button("cancel", id="opt-cancel")

@@ -21,6 +21,7 @@ from textual.widgets.data_table import CursorType
 from workbench.cache.freshness import changed_since
 from workbench.catalog.discovery import KernelEntry
 from workbench.tui.jobqueue import QUEUED, RUNNING, Task
+from workbench.tui.widgets.plain import PlainStatic, PlainTable
 from workbench.views.actions import Finished, problem_text
 from workbench.views.cache import age
 
@@ -55,7 +56,7 @@ class Pane(Vertical):
     """A tab's content: a head (`.head`) and the body the subclass composes."""
 
     def compose(self) -> ComposeResult:
-        yield Static(classes="head")
+        yield PlainStatic(classes="head")
         yield from self.body()
 
     def body(self) -> ComposeResult:
@@ -98,7 +99,7 @@ class Pane(Vertical):
 
 def rows_table(table_id: str, headers: Sequence[str], cursor: CursorType = "row") -> DataTable:
     """A body's table, zebra-striped, its columns in place before it mounts."""
-    table: DataTable = DataTable(id=table_id, zebra_stripes=True, cursor_type=cursor)
+    table = PlainTable(id=table_id, zebra_stripes=True, cursor_type=cursor)
     table.add_columns(*headers)
     return table
 

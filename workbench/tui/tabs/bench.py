@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Static
 from workbench.bench.report import ceilings_line
 from workbench.bench.result import BenchRecord
 from workbench.tui.tabs.base import Pane, rows_table
+from workbench.tui.widgets.plain import PlainStatic
 from workbench.views import bench as rows
 from workbench.views.actions import Finished
 
@@ -19,7 +20,7 @@ from workbench.views.actions import Finished
 class BenchPane(Pane):
     def body(self) -> ComposeResult:
         yield rows_table("bench-rows", rows.HEADERS)
-        yield Static(id="bench-bars")
+        yield PlainStatic(id="bench-bars")
 
     def add_event(self, event: dict) -> None:
         if event.get("event") == "record":

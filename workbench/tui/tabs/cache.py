@@ -12,6 +12,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from workbench.tui.tabs.base import Pane, View, rows_table
+from workbench.tui.widgets.plain import PlainStatic
 from workbench.views import cache as rows
 from workbench.views.actions import Finished
 from workbench.views.cache_reach import reach_lines, reach_of
@@ -20,8 +21,8 @@ from workbench.views.cache_reach import reach_lines, reach_of
 class CachePane(Pane):
     def body(self) -> ComposeResult:
         with VerticalScroll(id="cache-body"):
-            yield Static(id="cache-findings")
-            yield Static(id="cache-reach")
+            yield PlainStatic(id="cache-findings")
+            yield PlainStatic(id="cache-reach")
             yield rows_table("cache-compiled", rows.COMPILED_HEADERS, cursor="cell")
             yield rows_table("cache-tuned", rows.TUNED_HEADERS, cursor="cell")
 

@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
 from workbench.tui.tabs.base import Pane, rows_table
+from workbench.tui.widgets.plain import PlainStatic
 from workbench.views.actions import Finished
 from workbench.views.rows import RESOURCE_HEADERS, finding_lines, resource_row
 
@@ -17,7 +18,7 @@ from workbench.views.rows import RESOURCE_HEADERS, finding_lines, resource_row
 class ResourcesPane(Pane):
     def body(self) -> ComposeResult:
         yield rows_table("resources", RESOURCE_HEADERS)
-        yield Static(id="findings")
+        yield PlainStatic(id="findings")
 
     def add_event(self, event: dict) -> None:
         if event.get("event") == "variant" and event["variant"].get("error"):

@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Static
 from workbench.diagnosis.facts import Diagnosis
 from workbench.diagnosis.finding import Finding
 from workbench.tui.tabs.base import Pane, StartAction, rows_table
+from workbench.tui.widgets.plain import PlainStatic
 from workbench.views.actions import Finished
 from workbench.views.diagnosis import (
     FINDING_HEADERS,
@@ -26,10 +27,10 @@ SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "cyan", "info":
 
 class DiagnosisPane(Pane):
     def body(self) -> ComposeResult:
-        yield Static(id="diagnosis-steps")
+        yield PlainStatic(id="diagnosis-steps")
         yield rows_table("diagnosis-rows", FINDING_HEADERS)
         with VerticalScroll(id="diagnosis-extra"):
-            yield Static(id="diagnosis-detail")
+            yield PlainStatic(id="diagnosis-detail")
 
     def on_mount(self) -> None:
         self.findings: list[Finding] = []

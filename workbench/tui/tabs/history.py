@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Static
 
 from workbench.bench.history import TREND_HEADERS, trend_row
 from workbench.tui.tabs.base import Pane, View, rows_table
+from workbench.tui.widgets.plain import PlainStatic
 from workbench.views.actions import Finished
 from workbench.views.bench import spark
 
@@ -19,7 +20,7 @@ from workbench.views.bench import spark
 class HistoryPane(Pane):
     def body(self) -> ComposeResult:
         yield rows_table("history-cases", TREND_HEADERS)
-        yield Static(id="history-sparks")
+        yield PlainStatic(id="history-sparks")
 
     def empty_text(self, view: View) -> str:
         return (

@@ -19,6 +19,7 @@ from workbench.ir.linemap import STAGES
 from workbench.ir.result import IrResult, IrVariant
 from workbench.tui.tabs.base import Pane
 from workbench.tui.widgets.code_view import CodeView
+from workbench.tui.widgets.plain import PlainStatic
 from workbench.views import irview
 from workbench.views.actions import Finished
 from workbench.views.text import fmt, table
@@ -30,7 +31,7 @@ class IRPane(Pane):
         with Horizontal(id="ir-body"):
             yield CodeView(id="ir-source")
             yield CodeView(id="ir-code")
-        yield Static(id="ir-status")
+        yield PlainStatic(id="ir-status")
         yield Input(placeholder="search this stage (enter; esc closes)", id="ir-search")
 
     def on_mount(self) -> None:

@@ -10,6 +10,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from workbench.tui.tabs.base import Pane, View, rows_table
+from workbench.tui.widgets.plain import PlainStatic, PlainTable
 from workbench.views.actions import Finished
 from workbench.views.rows import (
     LINE_HEADERS,
@@ -28,8 +29,8 @@ SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
 class ProfilePane(Pane):
     def body(self) -> ComposeResult:
         with VerticalScroll(id="profile-body"):
-            yield DataTable(id="profile-kernels", zebra_stripes=True)
-            yield Static(id="profile-findings")
+            yield PlainTable(id="profile-kernels", zebra_stripes=True)
+            yield PlainStatic(id="profile-findings")
             yield rows_table("profile-lines", LINE_HEADERS, cursor="cell")
             yield rows_table("profile-rules", RULE_HEADERS, cursor="cell")
 

@@ -13,6 +13,7 @@ from workbench.sweep import analysis, plot
 from workbench.sweep.result import SweepResult
 from workbench.sweep.space import autotune_snippet
 from workbench.tui.tabs.base import Pane, StartAction, rows_table
+from workbench.tui.widgets.plain import PlainStatic
 from workbench.views.actions import Finished
 from workbench.views.sweep import HEADERS, rows_of, shared_text, table_order
 
@@ -21,8 +22,8 @@ class SweepPane(Pane):
     def body(self) -> ComposeResult:
         yield rows_table("sweep-rows", HEADERS)
         with VerticalScroll(id="sweep-extra"):
-            yield Static(id="sweep-plot")
-            yield Static(id="sweep-notes")
+            yield PlainStatic(id="sweep-plot")
+            yield PlainStatic(id="sweep-notes")
 
     def on_mount(self) -> None:
         self.rows: list[dict] = []

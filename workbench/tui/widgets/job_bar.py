@@ -9,12 +9,13 @@ from textual.containers import Horizontal
 from textual.widgets import ProgressBar, Static
 
 from workbench.tui.jobqueue import JobQueue
+from workbench.tui.widgets.plain import PlainStatic
 
 
 class JobBar(Horizontal):
     def compose(self) -> ComposeResult:
         yield ProgressBar(id="job-progress", total=1, show_eta=False, show_percentage=False)
-        yield Static(id="job-text")
+        yield PlainStatic(id="job-text")
 
     def show(self, queue: JobQueue) -> None:
         running, waiting = queue.running, queue.queued

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Static, TabbedContent, TabPane
+from textual.widgets import TabbedContent, TabPane
 
 from workbench.tui.tabs import TABS
+from workbench.tui.widgets.plain import PlainStatic
 
 
 class KernelPanel(Vertical):
     def compose(self) -> ComposeResult:
-        yield Static(id="kernel-head")
+        yield PlainStatic(id="kernel-head")
         with TabbedContent(id="tabs"):
             for t in TABS:
                 yield TabPane(t.title, id=f"tab-{t.id}")
