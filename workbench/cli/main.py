@@ -12,7 +12,7 @@ import signal
 import sys
 
 from workbench.cli.options import add_path_option
-from workbench.runtime.errors import WorkbenchError
+from workbench.runtime.errors import Problem, WorkbenchError
 from workbench.views.text import print_json, print_problem
 
 COMMANDS = (
@@ -69,19 +69,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.leading_path and not hasattr(args, "path"):
         parser.error(f"`{args.command}` takes no --path")
     args.path = paths
-    from workbench.run import jobs  # not at the top: the UI opens without it
+    from workbench.run import jobs, store  # not at the top: the UI opens without them
 
     signal.signal(signal.SIGTERM, _terminated)
+    before = len(store.unsaved())
     try:
         code = int(args.run(args))
         sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at exit
-        return code
+        return not_saved(code, store.unsaved()[before:])
     except WorkbenchError as exc:
         if getattr(args, "json", False):
             print_json({"error": exc.problem.to_dict()})
         else:
             print_problem(exc.problem)
-        return 2
+        return NOT_SAVED if isinstance(exc, store.NotSaved) else 2
     except KeyboardInterrupt:
         jobs.stop_all()
         return 130
@@ -91,6 +92,22 @@ def main(argv: list[str] | None = None) -> int:
         # by the closed pipe reports, and none of the statuses that say what a command found.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+
+
+NOT_SAVED = 3
+"""The exit status of a command whose result the store could not keep (it is still printed)."""
+
+
+def not_saved(code: int, missed: list[Problem]) -> int:
+    """The one rule for every command that stores: a write the store could not make (a run, a
+    run folder, an imported report) is said once, on stderr, and a verdict (0 or 1) becomes
+    NOT_SAVED. "Could not run" (2) and the interrupted statuses stay: they say more."""
+    shown: list[Problem] = []
+    for problem in missed:
+        if problem not in shown:
+            print_problem(problem, prefix="not saved")
+            shown.append(problem)
+    return NOT_SAVED if missed and code in (0, 1) else code
 
 
 def _terminated(signum: int, frame: object) -> None:

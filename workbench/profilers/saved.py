@@ -76,7 +76,7 @@ def record_import(result: dict, path: str, name: str | None) -> None:
             folder = store.run_folder(run_id)
             (folder / "profile.json").write_text(json.dumps(part, indent=1, default=str))
         except WorkbenchError as exc:
-            notes.append(f"not recorded for {owner}: {exc.problem}")
+            notes.append(f"not recorded for {owner}: {exc.problem.cause} ({exc.problem.file})")
             continue
         problem = store.record_run(
             run_id,
@@ -91,6 +91,6 @@ def record_import(result: dict, path: str, name: str | None) -> None:
             artifacts=str(folder),
         )
         if problem:
-            notes.append(f"not recorded for {owner}: {problem}")
+            notes.append(f"not recorded for {owner}: {problem.cause} ({problem.file})")
             continue
         recorded.append({"kernel": owner, "run_id": run_id, "artifacts": str(folder)})
