@@ -177,6 +177,7 @@ def test_check_ir_and_sweep_on_a_full_disk_print_their_result_and_exit_3(tmp_pat
     assert "vector_add: CORRECT" in outs["check"].stdout
     assert "vector_add [BLOCK=" in outs["ir"].stdout and "tt.load" in outs["ir"].stdout
     assert "vector_add float32 on sm_90" in outs["sweep"].stdout
+    assert [p for p in tmp.iterdir() if (p / "sweep.json").is_file()]  # its files, elsewhere
     assert kept == {earlier}
 
 
@@ -244,6 +245,10 @@ async def test_the_tui_shows_records_of_unknown_shape_as_unreadable(_reports):
     bench = h100_bench()  # a time that is text: it reads back typed, but cannot be shown
     odd = {**bench, "records": [{**bench["records"][0], "ms": "fast"}]}
     record("bench", "vector_add", odd, run_id="odd-bench", started=3e9)
+    folder = _reports / "runs" / "broken-profile"  # an ncu summary in name only
+    folder.mkdir(parents=True)
+    (folder / "profile.json").write_text('{"tool": "ncu", "kernels": [1]}')
+    record("profile-import", "vector_add", artifacts=str(folder))
     async with opened([VECTOR_ADD]) as (app, pilot):
         await until(pilot, lambda: app.screen.status)
         kernels = app.screen.query_one("KernelList")
@@ -260,6 +265,8 @@ async def test_the_tui_shows_records_of_unknown_shape_as_unreadable(_reports):
         assert "[unreadable]" in head(app, "diagnosis")
         await show(app, pilot, "bench")
         assert "run odd-bench cannot be shown" in head(app, "bench")
+        await show(app, pilot, "profile")
+        assert "ncu profile of vector_add cannot be read (AttributeError" in head(app, "profile")
         assert app.is_running and app.return_code is None
 
 

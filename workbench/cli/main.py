@@ -99,14 +99,17 @@ NOT_SAVED = 3
 
 
 def not_saved(code: int, missed: list[Problem]) -> int:
-    """The one rule for every command that stores: a write the store could not make (a run, a
-    run folder, an imported report) is said once, on stderr, and a verdict (0 or 1) becomes
-    NOT_SAVED. "Could not run" (2) and the interrupted statuses stay: they say more."""
-    shown: list[Problem] = []
+    """The one rule for every command that stores: the writes the store could not make (runs,
+    run folders, an imported report) are said on stderr, once per cause and remedy, and a
+    verdict (0 or 1) becomes NOT_SAVED. "Could not run" (2) and the interrupted statuses stay:
+    they say more."""
+    alike: dict[tuple[str, str], list[Problem]] = {}
     for problem in missed:
-        if problem not in shown:
-            print_problem(problem, prefix="not saved")
-            shown.append(problem)
+        alike.setdefault((problem.kind, problem.remedy), []).append(problem)
+    for first, *more in alike.values():
+        print_problem(first, prefix="not saved")
+        if more:
+            print(f"  and {len(more)} more write(s) alike", file=sys.stderr)
     return NOT_SAVED if missed and code in (0, 1) else code
 
 

@@ -88,7 +88,8 @@ def _fault(path: Path, exc: BaseException, writing: bool) -> Problem:
     said = why.lower()
     elsewhere = "or point WORKBENCH_REPORTS at another folder"
     if (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)) or "full" in said:
-        kind, remedy = "store-full", f"free space on the disk that holds {path}, {elsewhere}"
+        kind = "store-full"
+        remedy = f"free space on the disk that holds {path.parent}, {elsewhere}"
     elif "locked" in said or "busy" in said:
         kind = "store-locked"
         remedy = (

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from workbench.catalog.discovery import KernelEntry
 from workbench.run.store import RESULT_ERRORS, UNREADABLE, RunRecord, Store, unreadable_result
+from workbench.runtime.errors import Problem
 from workbench.views.actions import Finished, problem_of, result_problems, typed, verdict_lines
 from workbench.views.text import run_footer
 
@@ -109,7 +110,18 @@ def _history(entry: KernelEntry, store: Store) -> Finished | None:
 def _profile(entry: KernelEntry) -> Finished | None:
     from workbench.profilers import saved
 
-    found = saved.latest(entry.name)
+    try:
+        found = saved.latest(entry.name)
+    except RESULT_ERRORS as exc:  # a profile.json that is an ncu summary in name only
+        unread = Problem(
+            "corrupt-result",
+            f"the newest stored ncu profile of {entry.name} cannot be read "
+            f"({type(exc).__name__}: {exc})",
+            "profile it again, or import its report again (`profile --import FILE`)",
+            source="environment",
+        )
+        problems = [(UNREADABLE, unread)]
+        return Finished("profile", entry.name, UNREADABLE, problems=problems, stored=True)
     if found is None:
         return None
     return Finished(
