@@ -202,6 +202,7 @@ def points(records: Iterable[RunRecord]) -> list[HistoryPoint]:
 
 
 def _points_of(run: RunRecord) -> list[HistoryPoint]:
+    """The timed cases of one bench run (one of RESULT_ERRORS when its result does not read)."""
     result = BenchResult.from_dict(run.result or {})
     return [
         HistoryPoint(

@@ -113,6 +113,14 @@ def _fault(path: Path, exc: BaseException, writing: bool) -> Problem:
     return Problem(kind, f"cannot {doing} it: {why}", remedy, file=str(path), source="environment")
 
 
+def write_text(path: Path, text: str) -> None:
+    """A file of a run's folder, written (NotSaved when the disk refuses it)."""
+    try:
+        path.write_text(text)
+    except OSError as exc:
+        raise write_fault(path, exc) from exc
+
+
 def run_folder(run_id: str) -> Path:
     """Create the run's artifact folder (NotSaved when it can't take a file)."""
     folder = reports_dir() / "runs" / run_id
