@@ -100,7 +100,7 @@ def test_resume_after_a_cancelled_run_keeps_finished_configs(tmp_path):
     assert 1 <= len(kept["rows"]) < 3 and not kept["complete"]
     from workbench.sweep import spread
 
-    resume = spread.latest("sweep_three_name")
+    resume = spread.resume_file("sweep_three_name")
     assert resume and first.run_id in resume
     second = jobs.run_job(jobs.Job("sweep", entry, {**params, "resume": resume}))
     assert second.status == "ok"

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
 from workbench.bench.result import BenchResult
-from workbench.run.store import RunRecord
+from workbench.run.store import RESULT_ERRORS, RunRecord
 from workbench.runtime.grammar import shape_text
 
 MIN_NOISE = 0.02
@@ -195,27 +195,31 @@ def points(records: Iterable[RunRecord]) -> list[HistoryPoint]:
         if run.kind != "bench" or not run.result:
             continue
         try:
-            result = BenchResult.from_dict(run.result)
-        except (KeyError, TypeError, ValueError):
+            out += _points_of(run)
+        except RESULT_ERRORS:
             continue
-        for rec in result.records:
-            if rec.status != "ok" or rec.ms is None:
-                continue
-            out.append(
-                HistoryPoint(
-                    run_id=run.id,
-                    time=run.started,
-                    kernel=rec.name,
-                    shape=tuple(rec.shape),
-                    dtype=rec.dtype,
-                    ms=rec.ms,
-                    p20=rec.ms_p20,
-                    p80=rec.ms_p80,
-                    gpu=rec.device or result.device,
-                    triton=result.ceilings.triton,
-                )
-            )
     return sorted(out, key=lambda p: (p.time, p.run_id))
+
+
+def _points_of(run: RunRecord) -> list[HistoryPoint]:
+    """The timed cases of one bench run (one of RESULT_ERRORS when its result does not read)."""
+    result = BenchResult.from_dict(run.result or {})
+    return [
+        HistoryPoint(
+            run_id=run.id,
+            time=run.started,
+            kernel=rec.name,
+            shape=tuple(rec.shape),
+            dtype=rec.dtype,
+            ms=float(rec.ms),
+            p20=rec.ms_p20,
+            p80=rec.ms_p80,
+            gpu=rec.device or result.device,
+            triton=result.ceilings.triton,
+        )
+        for rec in result.records
+        if rec.status == "ok" and rec.ms is not None
+    ]
 
 
 def trend(pts: Iterable[HistoryPoint]) -> list[Trend]:

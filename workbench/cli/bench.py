@@ -135,8 +135,6 @@ def _run_one(entry: KernelEntry, params: dict, args: argparse.Namespace) -> int:
     print_run_end(outcome)
     if not records:
         return 2
-    if outcome.store_problem:
-        return 3
     return 0 if all(r.status == "ok" for r in records) else 1
 
 

@@ -77,8 +77,6 @@ def report(outcome: jobs.Outcome, as_json: bool) -> int:
     print_run_end(outcome)
     if not result:
         return 2
-    if outcome.store_problem:
-        return 3
     return 0 if result.correct else 1
 
 

@@ -14,6 +14,7 @@ from workbench.catalog.spec import DTYPES
 from workbench.cli.options import add_command_options
 from workbench.loop.diagnose import run as run_diagnose
 from workbench.loop.gather import Options
+from workbench.run import store
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import parse_shape
 from workbench.views.diagnosis import diagnosis_text, trial_text
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         if result.trial:
             print("\n" + trial_text(result.trial))
     for problem in result.problems:
-        if not args.json:
+        if not args.json and problem not in store.unsaved():  # those are said as not saved
             print_problem(problem)
     print(run_footer(result.run_id, result.seconds, result.run_dir), file=sys.stderr)
     return 2 if args.try_fix and result.trial is None else 0

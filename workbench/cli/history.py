@@ -10,7 +10,9 @@ import time
 from workbench.bench import history
 from workbench.cli.options import add_json_option
 from workbench.profilers.saved import PROFILE_KINDS
-from workbench.run.store import Store
+from workbench.run.store import RESULT_ERRORS, UNREADABLE, RunRecord, Store
+from workbench.views.actions import typed
+from workbench.views.stored import STORE_KINDS
 from workbench.views.text import print_json, table
 
 KINDS: dict[str, tuple[str, ...]] = {
@@ -56,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     rows = [
         (
             r.id,
-            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started)),
+            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started)) if r.started else "-",
             r.kind,
             r.kernel,
             r.status,
@@ -76,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
 
 TREND_RUNS = 10_000
 """Bench runs read for a trend: all of them, in practice."""
+TYPED = set(STORE_KINDS.values())
+"""Stored kinds whose result reads back typed (the others keep a dict)."""
 
 
 def _trend_only(store: Store, args: argparse.Namespace) -> int:
@@ -107,9 +111,18 @@ def _nothing(store: Store, name: str | None, kind: str | None) -> str:
     return f"no {runs}{f' of {name!r}' if name else ''} in {store.path}"
 
 
-def _verdict(r) -> str:  # type: ignore[no-untyped-def]
+def _verdict(r: RunRecord) -> str:
+    """correct / NOT correct for a check or bench, else the kind of its problem; "unreadable"
+    for a record that does not read back as its kind's result."""
+    if r.status == UNREADABLE:
+        return UNREADABLE
+    if r.kind in TYPED:
+        try:
+            typed(r.kind, r.result)
+        except RESULT_ERRORS:
+            return UNREADABLE
     if r.result and "correct" in r.result:
         return "correct" if r.result["correct"] else "NOT correct"
     if r.problem:
-        return r.problem.get("kind", "")
+        return str(r.problem.get("kind", ""))
     return ""

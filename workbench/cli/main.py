@@ -88,18 +88,19 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     """The command, its errors printed, its end said by the exit status."""
-    from workbench.run import jobs  # not at the top: the UI opens without it
+    from workbench.run import jobs, store  # not at the top: the UI opens without them
 
+    before = len(store.unsaved())
     try:
         code = int(args.run(args))
         sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at exit
-        return code
+        return not_saved(code, store.unsaved()[before:])
     except WorkbenchError as exc:
         if getattr(args, "json", False):
             print_json({"error": exc.problem.to_dict()})
         else:
             print_problem(exc.problem)
-        return 2
+        return NOT_SAVED if isinstance(exc, store.NotSaved) else 2
     except KeyboardInterrupt:
         jobs.stop_all()
         return 130
@@ -109,6 +110,25 @@ def _run(args: argparse.Namespace) -> int:
         # by the closed pipe reports, and none of the statuses that say what a command found.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+
+
+NOT_SAVED = 3
+"""The exit status of a command whose result the store could not keep (it is still printed)."""
+
+
+def not_saved(code: int, missed: list[Problem]) -> int:
+    """The one rule for every command that stores: the writes the store could not make (runs,
+    run folders, an imported report) are said on stderr, once per cause and remedy, and a
+    verdict (0 or 1) becomes NOT_SAVED. "Could not run" (2) and the interrupted statuses stay:
+    they say more."""
+    alike: dict[tuple[str, str], list[Problem]] = {}
+    for problem in missed:
+        alike.setdefault((problem.kind, problem.remedy), []).append(problem)
+    for first, *more in alike.values():
+        print_problem(first, prefix="not saved")
+        if more:
+            print(f"  and {len(more)} more write(s) alike", file=sys.stderr)
+    return NOT_SAVED if missed and code in (0, 1) else code
 
 
 def _terminated(signum: int, frame: object) -> None:

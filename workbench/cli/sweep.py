@@ -55,16 +55,13 @@ def params_from(args: argparse.Namespace) -> dict:
             f"name a JSON or K=V,... file of configs, or use --space {'|'.join(SPACES)}",
             source="usage",
         )
-    resume = spread.latest(args.name) if args.resume else None
-    if args.resume and resume is None:
-        raise fail("bad-resume", f"no earlier sweep of {args.name}", "run it without --resume")
     return {
         "shapes": [list(parse_shape(s)) for s in args.shape],
         "dtype": args.dtype,
         "space": space,
         "jobs": args.jobs,
         "arch": args.arch,
-        "resume": resume,
+        "resume": spread.resume_file(args.name) if args.resume else None,
         "config_timeout": args.config_timeout,
     }
 

@@ -69,7 +69,11 @@ def run(
     if wanted_try:
         _try(entry, opts, wanted_try, out, on_step, cancel)
     out.seconds = time.monotonic() - start
-    Path(run_dir, RESULT_FILE).write_text(json.dumps(out.to_dict(), indent=1, default=str))
+    text = json.dumps(out.to_dict(), indent=1, default=str)
+    try:
+        store.write_text(Path(run_dir, RESULT_FILE), text)
+    except store.NotSaved as exc:  # the disk filled while gathering: the diagnosis is still shown
+        out.problems.append(exc.problem)
     summary = {
         "findings": len(out.diagnosis.findings),
         "top": out.diagnosis.findings[0].id if out.diagnosis.findings else None,

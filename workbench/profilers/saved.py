@@ -14,7 +14,6 @@ from pathlib import Path
 
 from workbench.diagnosis import diagnose_profile
 from workbench.run import store
-from workbench.runtime.errors import WorkbenchError
 
 PROFILE_KINDS = ("profile-target", "profile-import")
 """Store kinds whose run folder holds a profile.json: a profile run's child, an imported report."""
@@ -74,9 +73,9 @@ def record_import(result: dict, path: str, name: str | None) -> None:
         run_id = store.new_run_id()
         try:
             folder = store.run_folder(run_id)
-            (folder / "profile.json").write_text(json.dumps(part, indent=1, default=str))
-        except WorkbenchError as exc:
-            notes.append(f"not recorded for {owner}: {exc.problem}")
+            store.write_text(folder / "profile.json", json.dumps(part, indent=1, default=str))
+        except store.NotSaved as exc:
+            notes.append(f"not recorded for {owner}: {exc.problem.cause} ({exc.problem.file})")
             continue
         problem = store.record_run(
             run_id,
@@ -91,6 +90,6 @@ def record_import(result: dict, path: str, name: str | None) -> None:
             artifacts=str(folder),
         )
         if problem:
-            notes.append(f"not recorded for {owner}: {problem}")
+            notes.append(f"not recorded for {owner}: {problem.cause} ({problem.file})")
             continue
         recorded.append({"kernel": owner, "run_id": run_id, "artifacts": str(folder)})

@@ -18,7 +18,7 @@ from workbench.check.result import CheckReport
 from workbench.diagnosis import diagnose_profile
 from workbench.diagnosis.facts import Diagnosis
 from workbench.ir.result import IrResult
-from workbench.run.store import RunRecord, Store
+from workbench.run.store import RESULT_ERRORS, RunRecord, Store, unreadable_result
 from workbench.runtime.errors import Problem
 from workbench.sweep import analysis
 from workbench.sweep.result import SweepResult
@@ -26,8 +26,6 @@ from workbench.sweep.result import SweepResult
 T = TypeVar("T")
 RUNS = 10_000
 """Runs read per kind: all of them, in practice (the trend wants every bench run)."""
-UNREADABLE = (KeyError, TypeError, ValueError, AttributeError, IndexError)
-"""What a stored result that does not match its type raises when it is read."""
 
 
 class Absent(Exception):
@@ -92,7 +90,7 @@ class Kernel:
                 if run.status != "ok":
                     found.failed.append(run)
                 continue
-            except UNREADABLE as exc:
+            except RESULT_ERRORS as exc:
                 found.problems.append(self.unreadable(run, exc, action))
                 continue
             found.run, found.value = run, value
@@ -100,14 +98,7 @@ class Kernel:
         return found
 
     def unreadable(self, run: RunRecord, exc: Exception, action: str) -> Problem:
-        return Problem(
-            "corrupt-result",
-            f"the stored result of {run.kind} run {run.id} cannot be read "
-            f"({type(exc).__name__}: {exc})",
-            f"run `{self.command(action)}` for a fresh one; this report leaves that run out",
-            file=run.artifacts,
-            source="environment",
-        )
+        return unreadable_result(run, exc, f"run `{self.command(action)}`")
 
 
 def _within(file: str, root: Path) -> bool:

@@ -23,9 +23,9 @@ from workbench.bench.result import BenchRecord, BenchResult
 from workbench.loop.trial import Trial, alternatives
 from workbench.profilers.saved import PROFILE_KINDS
 from workbench.report import collect, plots
-from workbench.report.collect import UNREADABLE, Found, Kernel
+from workbench.report.collect import Found, Kernel
 from workbench.report.doc import Block, Code, Heading, Image, Inline, Notice, Page, Pre, para, table
-from workbench.run.store import RunRecord
+from workbench.run.store import RESULT_ERRORS, RunRecord
 from workbench.runtime.errors import Problem
 from workbench.runtime.grammar import shape_text
 from workbench.runtime.outdir import OutDir
@@ -140,7 +140,7 @@ class _Builder:
         self.run = None
         try:
             build()
-        except UNREADABLE as exc:  # a result read back typed, but not as its views expect
+        except RESULT_ERRORS as exc:  # a result read back typed, but not as its views expect
             del self.blocks[marks[0] :], self.problems[marks[1] :], self.missing[marks[2] :]
             del self.images.written[marks[3] :]  # the part is replaced whole by its problem
             run = self.run
@@ -249,7 +249,7 @@ class _Builder:
             except collect.Absent:
                 if not readable and run.status != "ok":
                     found.failed.append(run)
-            except UNREADABLE as exc:
+            except RESULT_ERRORS as exc:
                 found.problems.append(self.k.unreadable(run, exc, "bench"))
         found.run, found.value = readable[0] if readable else (None, None)
         self.found(found, "bench")

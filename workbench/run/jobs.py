@@ -14,7 +14,6 @@ import queue
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -25,7 +24,7 @@ from typing import TextIO
 from workbench.catalog.discovery import KernelEntry
 from workbench.run import machine, store
 from workbench.run.faults import problem_from_exit, timeout_problem
-from workbench.runtime.errors import Problem, WorkbenchError
+from workbench.runtime.errors import Problem
 
 OnEvent = Callable[[dict], None]
 ROOT = str(Path(__file__).resolve().parents[2])
@@ -103,11 +102,12 @@ def triton_cache_dir(kernel_file: str, env: dict[str, str]) -> str:
 
 
 def prepare_run_dir(run_id: str) -> tuple[str, Problem | None]:
-    """The run's folder under reports/, or a temporary one (and why) when reports/ is unwritable."""
+    """The run's folder under reports/, or a temporary one (and why) when reports/ can't take
+    a file (read-only, full); NotSaved when neither can."""
     try:
         return str(store.run_folder(run_id)), None
-    except WorkbenchError as exc:
-        return tempfile.mkdtemp(prefix=f"workbench-{run_id}-"), exc.problem
+    except store.NotSaved as exc:
+        return str(store.temporary_folder(run_id)), exc.problem
 
 
 def run_job(
@@ -125,9 +125,11 @@ def run_job(
     cmd = (wrap or []) + child_command(job, run_dir)
     log_path = Path(run_dir) / "log.txt"
     start = time.monotonic()
-    with open(log_path, "w") as log:
-        log.write("$ " + " ".join(cmd) + "\n")
-        log.flush()
+    try:  # the folder took a probe, but the disk may have filled since
+        log_path.write_text("$ " + " ".join(cmd) + "\n")
+    except OSError as exc:
+        raise store.write_fault(log_path, exc) from exc
+    with open(log_path, "a") as log:
         proc = subprocess.Popen(
             cmd,
             stdout=subprocess.PIPE,

@@ -33,16 +33,29 @@ def all_gpus() -> list[str]:
     return [line.strip() for line in out.stdout.splitlines() if line.strip()]
 
 
-def latest(kernel: str) -> str | None:
-    """The newest sweep.json of `kernel` under reports/runs (what --resume continues)."""
-    found = []
+def resume_file(kernel: str) -> str:
+    """The newest sweep.json of `kernel` under reports/runs: what --resume continues. A file
+    that does not read as a sweep (damaged, edited) is passed over, and named when no sweep of
+    the kernel is left to resume."""
+    found, unread = [], []
     for path in (store.reports_dir() / "runs").glob(f"*/{RESULT_FILE}"):
         try:
-            if json.loads(path.read_text()).get("kernel") == kernel:
-                found.append(path)
-        except (OSError, ValueError):
-            continue
-    return str(max(found, key=lambda p: p.stat().st_mtime)) if found else None
+            data = json.loads(path.read_text())
+        except (OSError, ValueError, RecursionError):
+            data = None
+        if not isinstance(data, dict):
+            unread.append(path)
+        elif data.get("kernel") == kernel:
+            found.append(path)
+    if found:
+        return str(max(found, key=lambda p: p.stat().st_mtime))
+    passed = f"; {len(unread)} sweep file(s) do not read as one, e.g. {unread[0]}" if unread else ""
+    raise fail(
+        "bad-resume",
+        f"no earlier sweep of {kernel} to resume{passed}",
+        "run it without --resume: a fresh sweep",
+        source="usage",
+    )
 
 
 def run_sweep(
@@ -89,10 +102,14 @@ def run_sweep(
         return None, flat
     result = analysis.merge(parts) if len(parts) > 1 else parts[0]
     folder = Path(lasts[0].run_dir)
+    try:
+        if len(parts) > 1:
+            (folder / "sweep_merged.json").write_text(json.dumps(result.to_dict(), default=str))
+        result.plot = plot.png(result, folder / "sweep.png")
+    except OSError as exc:  # the disk filled during the sweep: the result is still printed
+        result.store_problem = store.write_fault(folder, exc).problem.to_dict()
     if len(parts) > 1:
-        (folder / "sweep_merged.json").write_text(json.dumps(result.to_dict(), default=str))
         _record(entry, params, result, folder)
-    result.plot = plot.png(result, folder / "sweep.png")
     return result, flat
 
 
@@ -103,7 +120,7 @@ def _read(outcome: jobs.Outcome) -> SweepResult | None:
     path = Path(outcome.run_dir) / RESULT_FILE
     try:
         return SweepResult.from_dict(json.loads(path.read_text())) if path.exists() else None
-    except ValueError:
+    except (OSError, *store.RESULT_ERRORS):
         return None
 
 

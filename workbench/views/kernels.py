@@ -4,7 +4,7 @@ the `/` filter and the sort by column. Pure but for reading the store; no UI imp
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,18 +38,28 @@ NO_STATUS = KernelStatus()
 
 def status_of(name: str, store: Store) -> KernelStatus:
     """One kernel's standing from its newest runs of each kind, each read back as its typed
-    result; a record of an older shape that no longer reads back counts as unknown ("-")."""
+    result; a record that does not read back (damaged, or of another version's shape) shows its
+    check as "unreadable" and its other columns as unknown ("-")."""
+    from workbench.run.store import RESULT_ERRORS, UNREADABLE
+
     check = _newest(store, name, "check")
     bench = _newest(store, name, "bench")
     compiled = _newest(store, name, "ir")
     diagnosed = _newest(store, name, "diagnose")
     cache = _newest(store, name, "cache")
     runs = [r for r in (check, bench, compiled, diagnosed, cache) if r is not None]
+
+    def read(fn: Callable[..., Any], *args: Any, unread: Any = None) -> Any:
+        try:
+            return fn(*args)
+        except RESULT_ERRORS:
+            return unread
+
     return KernelStatus(
-        check=_check_word(check) if check else None,
-        roofline=_roofline(bench) if bench else None,
-        findings=_findings(compiled, diagnosed),
-        stale_cache=_stale(cache.summary) if cache else None,
+        check=read(_check_word, check, unread=UNREADABLE) if check else None,
+        roofline=read(_roofline, bench) if bench else None,
+        findings=read(_findings, compiled, diagnosed),
+        stale_cache=read(_stale, cache.summary) if cache else None,
         newest=max((r.started for r in runs), default=None),
     )
 
@@ -67,26 +77,16 @@ def _newest(store: Store, name: str, kind: str) -> RunRecord | None:
     return found[0] if found else None
 
 
-def _typed(run: RunRecord) -> Any:
-    """The run's result as its command's type (`actions.typed`); None without one, or for a
-    record of an older shape that no longer reads back."""
-    try:
-        return typed(run.kind, run.result)
-    except (KeyError, TypeError, AttributeError, ValueError):
-        return None
-
-
 def _check_word(run: RunRecord) -> str:
-    report = _typed(run)
-    if report is None:  # a check that did not finish: how it ended
+    if run.result is None:  # a check that did not finish (or a damaged row): how it ended
         return run.status
-    return "ok" if report.correct else "FAIL"
+    return "ok" if typed("check", run.result).correct else "FAIL"
 
 
 def _roofline(run: RunRecord) -> float | None:
-    result = _typed(run)
+    result = typed("bench", run.result)
     ratios = [
-        r.roofline_ratio
+        float(r.roofline_ratio)
         for r in (result.records if result else [])
         if r.status == "ok" and r.roofline_ratio is not None
     ]
@@ -99,7 +99,7 @@ def _findings(compiled: RunRecord | None, diagnosed: RunRecord | None) -> int | 
         above = (diagnosed.summary or {}).get("above_info")
         if above is not None:
             return int(above)
-    ir = _typed(compiled) if compiled else None
+    ir = typed("ir", compiled.result) if compiled else None
     if ir is None:
         return None
     return sum(f.get("severity") != "info" for f in ir.findings)

@@ -5,7 +5,8 @@ no UI imports."""
 from __future__ import annotations
 
 from workbench.catalog.discovery import KernelEntry
-from workbench.run.store import RunRecord, Store
+from workbench.run.store import RESULT_ERRORS, UNREADABLE, RunRecord, Store, unreadable_result
+from workbench.runtime.errors import Problem
 from workbench.views.actions import Finished, problem_of, result_problems, typed, verdict_lines
 from workbench.views.text import run_footer
 
@@ -21,7 +22,9 @@ STORE_KINDS = {
 
 
 def latest(tab: str, entry: KernelEntry, store: Store | None = None) -> Finished | None:
-    """The newest stored result `tab` shows for `entry`, or None when the store has none."""
+    """The newest stored result `tab` shows for `entry`, or None when the store has none. A
+    newer run whose stored result cannot be read is named among its problems; when no run
+    reads, the newest is shown as unreadable."""
     if tab == "profile":
         return _profile(entry)
     if tab == "history":
@@ -29,25 +32,41 @@ def latest(tab: str, entry: KernelEntry, store: Store | None = None) -> Finished
     kind = STORE_KINDS.get(tab)
     if kind is None:
         return None
+    unread: list[Finished] = []
     for rec in (store or Store()).history(entry.name, kind, limit=5):
-        if rec.result is not None or rec.problem is not None:
-            return from_record(tab, rec)
-    return None
+        if rec.result is None and rec.problem is None:
+            continue
+        done = from_record(tab, rec)
+        if done.status != UNREADABLE:
+            done.problems[:0] = [p for u in unread for p in u.problems]
+            return done
+        unread.append(done)
+    return unread[0] if unread else None
 
 
 def from_record(tab: str, rec: RunRecord) -> Finished:
+    """`rec` as `tab` shows it; a record that does not read as its kind's result (a damaged
+    row, a shape of another version) is shown as unreadable, with why."""
     kind = STORE_KINDS[tab]
-    result = typed(kind, rec.result)
-    problems = [("error", problem_of(rec.problem))] if rec.problem else []
-    problems += result_problems(kind, result)
-    where = (rec.result or {}).get("out_dir") or rec.artifacts or "-"
+    said = UNREADABLE if rec.status == UNREADABLE else "error"
+    problems = [(said, problem_of(rec.problem))] if rec.problem else []
+    try:
+        result = typed(kind, rec.result)
+        problems += result_problems(kind, result)
+        lines = verdict_lines(kind, result)
+    except RESULT_ERRORS as exc:
+        unread = unreadable_result(rec, exc, f"run {kind} again")
+        result, lines, problems = None, [], [*problems, (UNREADABLE, unread)]
+    where = rec.artifacts or "-"
+    if isinstance(rec.result, dict) and isinstance(rec.result.get("out_dir"), str):
+        where = rec.result["out_dir"]
     return Finished(
         tab,
         rec.kernel,
-        rec.status,
+        UNREADABLE if any(prefix == UNREADABLE for prefix, _ in problems) else rec.status,
         result=result,
         problems=problems,
-        lines=verdict_lines(kind, result) + [run_footer(rec.id, rec.seconds or 0.0, where)],
+        lines=lines + [run_footer(rec.id, rec.seconds or 0.0, where)],
         run_id=rec.id,
         started=rec.started,
         seconds=rec.seconds or 0.0,
@@ -91,7 +110,18 @@ def _history(entry: KernelEntry, store: Store) -> Finished | None:
 def _profile(entry: KernelEntry) -> Finished | None:
     from workbench.profilers import saved
 
-    found = saved.latest(entry.name)
+    try:
+        found = saved.latest(entry.name)
+    except RESULT_ERRORS as exc:  # a profile.json that is an ncu summary in name only
+        unread = Problem(
+            "corrupt-result",
+            f"the newest stored ncu profile of {entry.name} cannot be read "
+            f"({type(exc).__name__}: {exc})",
+            "profile it again, or import its report again (`profile --import FILE`)",
+            source="environment",
+        )
+        problems = [(UNREADABLE, unread)]
+        return Finished("profile", entry.name, UNREADABLE, problems=problems, stored=True)
     if found is None:
         return None
     return Finished(

@@ -110,8 +110,6 @@ def run_footer(run_id: str, seconds: float, where: str, extra: str = "") -> str:
 
 
 def print_run_end(outcome: Outcome, where: str | None = None) -> None:
-    """What every command that ran a job ends with, on stderr: a result the store could not
-    keep, then the run's id, time and artifacts."""
-    if outcome.store_problem:
-        print_problem(outcome.store_problem, prefix="not saved")
+    """What every command that ran a job ends with, on stderr: the run's id, time and artifacts
+    (a result the store could not keep is said by `cli.main`, for every command alike)."""
     print(run_footer(outcome.run_id, outcome.seconds, where or outcome.run_dir), file=sys.stderr)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rich.text import Text
@@ -20,6 +20,8 @@ from textual.widgets.data_table import CursorType
 
 from workbench.cache.freshness import changed_since
 from workbench.catalog.discovery import KernelEntry
+from workbench.run.store import RESULT_ERRORS, UNREADABLE
+from workbench.runtime.errors import Problem
 from workbench.tui.jobqueue import QUEUED, RUNNING, Task
 from workbench.tui.widgets.plain import PlainStatic, PlainTable
 from workbench.views.actions import Finished, problem_text
@@ -88,7 +90,27 @@ class Pane(Vertical):
             for event in list(view.task.events):
                 self.add_event(event)
         elif view.finished is not None and view.finished.result is not None:
-            self.render_result(view.finished.result, view.finished)
+            try:
+                self.render_result(view.finished.result, view.finished)
+            except RESULT_ERRORS as exc:
+                if not view.finished.stored:
+                    raise  # a result made in this session: a fault of the workbench, shown as one
+                self.show_unreadable(view, exc)
+
+    def show_unreadable(self, view: View, exc: BaseException) -> None:
+        """A stored result that read back typed but not as this tab renders it (edited, or of
+        another version): the tab says so instead of half a table."""
+        assert view.finished is not None
+        done = view.finished
+        self.clear()
+        problem = Problem(
+            "corrupt-result",
+            f"the stored result of run {done.run_id} cannot be shown ({type(exc).__name__}: {exc})",
+            f"run it again ({view.key}) for a fresh one",
+            source="environment",
+        )
+        view.finished = replace(done, status=UNREADABLE, problems=[(UNREADABLE, problem)])
+        self.refresh_head()
 
     def refresh_head(self) -> None:
         """Ages and the source-changed mark move with the clock."""
