@@ -1,13 +1,14 @@
-"""Liger-Kernel's MoE down projection with one planted bug: accumulates in bf16.
+"""Liger-Kernel's MoE down projection with one planted bug: it accumulates in bf16.
 
-A copy of liger_moe_down_proj.py's kernel that differs from Liger's in the one line marked
-PLANTED: the accumulator tile is bf16, so every BLOCK_K step of the K loop rounds the running sum to
-8 mantissa bits: the error grows with the reduction length I_dim (K = 1024 here), where fp32
-accumulation stays at the output's own rounding.
+A copy of liger_moe_down_proj.py's kernel that differs from Liger's in one change, marked
+PLANTED on its two lines (tl.dot takes no bf16 accumulator): the accumulator tile is bf16 and
+each BLOCK_K step's product is added to it in bf16, so the running sum is rounded to 8 mantissa
+bits at every step and its error grows with the reduction length I_dim (K = 1024 here), where
+fp32 accumulation stays at the output's own rounding.
 """
 
 # _fused_down_proj_kernel below is copied verbatim from liger-kernel 0.8.5,
-# liger_kernel/ops/fused_moe_kernels.py, but for the line marked PLANTED.
+# liger_kernel/ops/fused_moe_kernels.py, but for the lines marked PLANTED.
 # Copyright 2024 LinkedIn Corporation. BSD 2-Clause License: see zoo/LICENSE-liger-kernel.
 
 import torch
@@ -83,7 +84,7 @@ def _fused_down_proj_kernel(
             other=0.0,
         )
 
-        acc = tl.dot(a_tile, tl.trans(w_tile), acc=acc)
+        acc += tl.dot(a_tile, tl.trans(w_tile)).to(tl.bfloat16)  # PLANTED: bf16 accumulator
 
     Y_ptrs = Y_ptr + row_offs[:, None] * stride_Y_TK + n_idx[None, :] * stride_Y_H
     tl.store(Y_ptrs, acc.to(Y_ptr.dtype.element_ty), mask=row_mask[:, None] & n_mask[None, :])

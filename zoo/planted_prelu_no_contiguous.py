@@ -35,5 +35,5 @@ def reference_fn(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
 
 
 def get_inputs() -> list[torch.Tensor]:
-    # a ResNet stage's activations: batch 16, 64 channels, 56 x 56
-    return [torch.randn(16, 64, 56, 56, device="cuda"), torch.rand(64, device="cuda") * 0.5]
+    # a ResNet stage's activations: batch 4, 64 channels, 56 x 56
+    return [torch.randn(4, 64, 56, 56, device="cuda"), torch.rand(64, device="cuda") * 0.5]

@@ -61,5 +61,5 @@ def reference_fn(x: torch.Tensor) -> torch.Tensor:
 
 
 def get_inputs() -> list[torch.Tensor]:
-    # attention scores: 32 heads x 128 queries over 1024 keys
-    return [torch.randn(4096, 1024, device="cuda")]
+    # attention scores: 4 heads x 64 queries over 1024 keys
+    return [torch.randn(256, 1024, device="cuda")]
