@@ -1,6 +1,7 @@
 """Run the zoo through the workbench as a user would and set each answer beside the expected one.
 
     python benchmarks/zoo.py --out DIR [--only NAME ...] [--steps check,diagnose,bench,sweep]
+                             [--jobs N] [--resume]
 
 For every kernel of zoo/expected.json it runs `python -m workbench STEP NAME --json --path zoo`
 (sweep for the autotuned ones only; bench and the sweep's timings need a GPU, so without one
@@ -9,6 +10,8 @@ in seconds are checked and diagnosed) and writes DIR/zoo.json (each command's ex
 status, seconds and JSON output) and DIR/zoo.md: per kernel the verdict on the given inputs and
 on the derived ones, the roofline placement and its source, the first finding above info, the
 sweep's winner against Triton's pick, each as expected -> got, with a mark where they differ.
+`--jobs N` runs N kernels at a time (the workbench's GPU lock gives their timings the GPU one at
+a time); `--resume` keeps the kernels DIR/zoo.json already holds every step of.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -189,6 +194,8 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--steps", default=",".join(STEPS))
     parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--resume", action="store_true")
     args = parser.parse_args()
     expected = json.loads((ZOO / "expected.json").read_text())["kernels"]
     names = args.only or sorted(expected)
@@ -198,18 +205,27 @@ def main() -> int:
     gpu = _gpu() if os.environ.get("WORKBENCH_DEVICE") != "cpu" else None
     steps = [s for s in args.steps.split(",") if s in STEPS and (gpu or s != "bench")]
     args.out.mkdir(parents=True, exist_ok=True)
-    raw: dict[str, dict] = {}
-    rows = []
-    for name in names:
-        todo = [s for s in steps if s != "sweep" or expected[name]["autotuned"]]
+    saved = args.out / "zoo.json"
+    raw: dict[str, dict] = json.loads(saved.read_text()) if args.resume and saved.exists() else {}
+    lock = threading.Lock()
+
+    def todo(name: str) -> list[str]:
+        wanted = [s for s in steps if s != "sweep" or expected[name]["autotuned"]]
         if not gpu and not expected[name]["interpreter"]:  # hours in the interpreter, if it runs
-            todo = [s for s in todo if s not in ("check", "diagnose")]
-        raw[name] = {}
-        for step in todo:
-            raw[name][step] = run_step(step, name, args.timeout)
-            print(f"{name} {step}: rc={raw[name][step]['rc']} {raw[name][step]['seconds']} s")
-            (args.out / "zoo.json").write_text(json.dumps(raw, indent=1))
-        rows.append(compare(name, expected[name], raw[name]))
+            wanted = [s for s in wanted if s not in ("check", "diagnose")]
+        return [s for s in wanted if s not in raw.get(name, {})]
+
+    def run_kernel(name: str) -> None:
+        for step in todo(name):
+            out = run_step(step, name, args.timeout)
+            print(f"{name} {step}: rc={out['rc']} {out['seconds']} s", flush=True)
+            with lock:
+                raw.setdefault(name, {})[step] = out
+                saved.write_text(json.dumps(raw, indent=1))
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        list(pool.map(run_kernel, names))
+    rows = [compare(name, expected[name], raw.get(name, {})) for name in names]
     (args.out / "zoo.md").write_text(markdown(rows, gpu or "a host without a GPU"))
     differ = sum(any(v[2] is False for v in r.values() if isinstance(v, tuple)) for r in rows)
     print(f"{len(rows)} kernels, {differ} differ from the expected answer: {args.out / 'zoo.md'}")

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # On the GPU host, from the repository root: the zoo's GPU tests and the zoo table, each step
 # bounded in time; everything lands in DEST (logs, zoo.json, zoo.md) and DEST.tgz.
-#   bash benchmarks/zoo_gpu.sh DEST [tests|table|all]
+#   bash benchmarks/zoo_gpu.sh DEST [diagnose|bench-sweep|table|all]
+# diagnose and bench-sweep: tests/gpu/test_zoo_gpu.py in two parts, four processes each (gpu_lock
+# gives their timings the GPU one at a time); table: benchmarks/zoo.py, which resumes from DEST's
+# zoo.json, so a call stopped by its time limit is continued by the next.
 # The zoo imports liger-kernel and flag-gems (pure-Python wheels; no dependency of theirs is
 # needed): carry them in the device kit's wheels/, or where they are still missing the wheels
 # in ZOO_WHEELS (default .zoo-wheels/) are installed as the kit installs its own, into /tmp/site
@@ -9,7 +12,7 @@
 set -u
 DEST=${1:?destination folder}
 PART=${2:-all}
-case $PART in tests | table | all) ;;
+case $PART in diagnose | bench-sweep | table | all) ;;
 *) echo "zoo_gpu.sh: no part '$PART' (see the usage line at the top)" >&2 && exit 2 ;;
 esac
 mkdir -p "$DEST"
@@ -33,13 +36,19 @@ fi
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
   python3 -m pip show liger-kernel flag-gems 2>/dev/null | grep -E '^(Name|Version)'
 } >"$DEST/versions.txt" 2>&1
-case $PART in tests | all)
-  step zoo_gpu_tests 590 python3 -m pytest -m gpu -q -p no:cacheprovider -n 4 --dist load \
-    --durations=0 tests/gpu/test_zoo_gpu.py
+tests=(python3 -m pytest -m gpu -q -p no:cacheprovider -n 4 --dist load --durations=0)
+case $PART in diagnose | all)
+  mkdir -p "$DEST/fixtures"
+  step zoo_diagnose 590 env ZOO_FIXTURES="$DEST/fixtures" "${tests[@]}" tests/gpu/test_zoo_gpu.py -k diagnose
+  ;;
+esac
+case $PART in bench-sweep | all)
+  mkdir -p "$DEST/fixtures"
+  step zoo_bench_sweep 590 env ZOO_FIXTURES="$DEST/fixtures" "${tests[@]}" tests/gpu/test_zoo_gpu.py -k "bench or sweep"
   ;;
 esac
 case $PART in table | all)
-  step zoo_table 590 python3 benchmarks/zoo.py --out "$DEST" --timeout 300
+  step zoo_table 590 python3 benchmarks/zoo.py --out "$DEST" --resume --jobs 4 --timeout 300
   ;;
 esac
 tar czf "$DEST.tgz" -C "$(dirname "$DEST")" "$(basename "$DEST")"
