@@ -36,7 +36,8 @@ CASES = ("check/contiguous", "check/strided", "derived/contiguous", "derived/str
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("liger_kernel") is None
     or importlib.util.find_spec("flag_gems") is None,
-    reason="the zoo needs liger-kernel and flag-gems: pip install --no-deps -e '.[zoo]'",
+    reason="the zoo needs liger-kernel and flag-gems: pip install --no-deps liger-kernel==0.8.5 "
+    "flag-gems==5.0.2",
 )
 
 
