@@ -77,6 +77,10 @@ def test_tile_sizes_not_constexpr():
     ]
     ok = "@triton.jit\ndef k(x, n, BLOCK_M: tl.constexpr, M, GROUP_M: 'tl.constexpr'):\n  pass\n"
     assert constexpr_findings(ok, "k.py", 1) == []
+    # pointers and offsets named after tiles (Liger's grouped GEMM) are not tile sizes
+    args = "tile_row_start_ptr, tile_expert_ptr, block_start, stride_block, BLOCK_N"
+    named = f"@triton.jit\ndef k({args}):\n  pass\n"
+    assert [f.evidence["parameter"] for f in constexpr_findings(named, "k.py", 1)] == ["BLOCK_N"]
 
 
 def test_host_syncs_in_the_wrapper():

@@ -246,6 +246,9 @@ def irregular_shapes(shapes: Iterable[tuple[int, ...]], block: int = 16) -> list
 # ---- Python source ---------------------------------------------------------------------------
 
 _BLOCK_NAME = re.compile(r"(?i)(block|tile|_size$|^b[mnk]$|^group_)")
+NOT_A_SIZE = {"ptr", "ptrs", "pointer", "stride", "start", "offset", "offsets", "idx", "index"}
+"""Words that make a block- or tile-named parameter something else: `tile_row_start_ptr` is a
+pointer to per-tile data, `block_start` an offset; neither is a size to make constexpr."""
 SYNC_METHODS = ("item", "cpu", "tolist", "numpy", "synchronize")
 
 
@@ -270,7 +273,12 @@ def constexpr_findings(source: str, file: str, first_line: int) -> list[Finding]
         if isinstance(note, ast.Constant) and isinstance(note.value, str):
             note = note.value  # a string annotation: "tl.constexpr"
         note = ast.unparse(note) if isinstance(note, ast.AST) else str(note or "")
-        if _BLOCK_NAME.search(arg.arg) and not note.endswith("constexpr"):
+        words = set(arg.arg.lower().split("_"))
+        if (
+            _BLOCK_NAME.search(arg.arg)
+            and not words & NOT_A_SIZE
+            and not note.endswith("constexpr")
+        ):
             found.append(
                 Finding(
                     id="forgot-constexpr",
