@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     args.path = paths
     from workbench.run import jobs  # not at the top: the UI opens without it
 
-    signal.signal(signal.SIGTERM, _terminated)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _terminated)
     try:
         code = int(args.run(args))
         sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at exit
@@ -94,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _terminated(signum: int, frame: object) -> None:
-    """SIGTERM (`timeout`, a CI runner, `kill`): stop the jobs, then exit as the signal would."""
+    """SIGTERM (`timeout`, a CI runner, `kill`) or SIGHUP (the terminal closed): stop the jobs,
+    then exit as the signal would."""
     from workbench.run import jobs
 
     jobs.stop_all()
