@@ -98,11 +98,28 @@ def start_cli(args: list[str], value: str, reports: Path, **env: str) -> subproc
     return subprocess.Popen(cmd, cwd=ROOT, env=full, stdout=subprocess.PIPE, text=True)
 
 
+def start_hang(
+    args: list[str], value: str, tmp_path: Path, **env: str
+) -> tuple[subprocess.Popen, int]:
+    """The CLI command `args` on procs_hang, once its job is inside the kernel (past the
+    events a job child writes first: a child writing to a runner that has gone fails there),
+    and the job child's pid."""
+    running = tmp_path / "running"
+    full_args = [args[0], "procs_hang", "--path", str(PROCS), *args[1:]]
+    proc = start_cli(
+        full_args, value, tmp_path / "reports", WORKBENCH_TEST_RUNNING=str(running), **env
+    )
+    end = time.monotonic() + 120
+    while not running.exists():
+        assert proc.poll() is None and time.monotonic() < end, "the job never ran its kernel"
+        time.sleep(0.1)
+    return proc, worker(value)
+
+
 def test_kill_9_of_the_cli_ends_its_job(tmp_path, mark):
     """Nothing can run in a process killed by SIGKILL: the job's child sees its lifeline close
     and kills its group."""
-    proc = start_cli(["check", "fault_hang", "--path", str(FAULTY)], mark, tmp_path / "reports")
-    child = worker(mark)
+    proc, child = start_hang(["check"], mark, tmp_path)
     proc.kill()
     proc.wait(timeout=30)
     assert not gone(lambda: group(child) + marked(mark), 60)
@@ -110,22 +127,17 @@ def test_kill_9_of_the_cli_ends_its_job(tmp_path, mark):
 
 def test_sighup_of_the_cli_stops_its_job_and_keeps_the_run(tmp_path, mark):
     """The terminal closed: as for SIGTERM, the CLI stops the job and records it."""
-    reports = tmp_path / "reports"
-    proc = start_cli(["check", "fault_hang", "--path", str(FAULTY)], mark, reports)
-    child = worker(mark)
+    proc, child = start_hang(["check"], mark, tmp_path)
     proc.send_signal(signal.SIGHUP)
     assert proc.wait(timeout=60) == 128 + signal.SIGHUP
     assert not gone(lambda: group(child) + marked(mark), 30)
-    [run] = Store(reports).history()
-    assert (run.kernel, run.status) == ("fault_hang", "cancelled")
+    [run] = Store(tmp_path / "reports").history()
+    assert (run.kernel, run.status) == ("procs_hang", "cancelled")
 
 
 def test_the_job_ends_at_its_timeout_while_the_cli_is_stopped(tmp_path, mark):
     """The job's child enforces the timeout too: a runner that is stopped (or wedged) cannot."""
-    reports = tmp_path / "reports"
-    args = ["check", "fault_hang", "--path", str(FAULTY), "--timeout", "5", "--json"]
-    proc = start_cli(args, mark, reports)
-    child = worker(mark)
+    proc, child = start_hang(["check", "--timeout", "5", "--json"], mark, tmp_path)
     proc.send_signal(signal.SIGSTOP)
     try:
         left = gone(lambda: group(child) + [p for p in marked(mark) if p != proc.pid], 90)
@@ -133,10 +145,10 @@ def test_the_job_ends_at_its_timeout_while_the_cli_is_stopped(tmp_path, mark):
         proc.send_signal(signal.SIGCONT)
     out, _ = proc.communicate(timeout=60)
     assert not left, "the job outlived its timeout"
-    assert json.loads(out)["status"] == "timeout"  # the runner, woken, says why it ended
-    assert "5 s timeout: its processes are killed" in runlog.tail(
-        Path(json.loads(out)["artifacts"]) / "log.txt", 4000
-    )
+    run = json.loads(out)
+    assert run["status"] == "timeout"  # the runner, woken, says why the job ended
+    log = runlog.tail(Path(run["artifacts"]) / "log.txt", 4000)
+    assert "5 s timeout: its processes are killed" in log
 
 
 def test_a_helper_process_of_the_module_ends_with_its_job(tmp_path, mark):
@@ -157,16 +169,11 @@ def test_a_job_under_a_profiler_ends_when_the_cli_is_killed(tmp_path, mark):
         'WORKBENCH_DEVICE=cpu exec "$@"\n'  # the target runs in the interpreter here
     )
     ncu.chmod(0o755)
-    args = ["profile", "fault_hang", "--path", str(FAULTY), "--tool", "ncu"]
-    args += ["--case", "64:float32"]
-    proc = start_cli(
-        args, mark, tmp_path / "reports", WORKBENCH_DEVICE="cuda", WORKBENCH_NCU=str(ncu)
-    )
-    child = worker(mark)
+    args = ["profile", "--tool", "ncu", "--case", "64:float32"]
+    proc, child = start_hang(args, mark, tmp_path, WORKBENCH_DEVICE="cuda", WORKBENCH_NCU=str(ncu))
     proc.kill()
     proc.wait(timeout=30)
-    assert not gone(lambda: marked(mark), 60)
-    assert not group(child)
+    assert not gone(lambda: group(child) + marked(mark), 60)
 
 
 async def test_quitting_the_tui_asks_then_stops_its_job_and_keeps_the_run(
