@@ -158,22 +158,36 @@ def test_a_helper_process_of_the_module_ends_with_its_job(tmp_path, mark):
     assert not gone(lambda: marked(mark), 30)
 
 
-def test_a_job_under_a_profiler_ends_when_the_cli_is_killed(tmp_path, mark):
-    """launch -> a stand-in ncu (a shell that runs its target) -> the job's child: the lifeline
-    is passed on through both, so the grandchild still sees the CLI go."""
+_RUNS_ITS_TARGET = {
+    "passes": 'exec "$@"',
+    "closes": f'exec {sys.executable} -c "import subprocess as s, sys; s.call(sys.argv[1:])" "$@"',
+}
+"""How a stand-in profiler runs its target: as ncu does, keeping the fds it was given; or as a
+tool that closes them (Python's subprocess does), which the lifeline cannot pass through."""
+
+
+@pytest.mark.parametrize("fds", list(_RUNS_ITS_TARGET))
+def test_a_job_under_a_profiler_ends_when_the_cli_is_killed(tmp_path, mark, fds):
+    """launch -> a stand-in ncu (a shell) -> the job's child. The lifeline passed on through
+    both, the grandchild sees the CLI go; through a tool that closes it, the job's child says so
+    in the log and ends the job at its own timeout."""
     ncu = tmp_path / "ncu"
     ncu.write_text(
         "#!/bin/sh\n"
         "[ \"$1\" = --version ] && { echo 'Version 1'; exit 0; }\n"
         'while [ "$1" != -o ]; do shift; done; shift 2\n'
-        'WORKBENCH_DEVICE=cpu exec "$@"\n'  # the target runs in the interpreter here
+        "export WORKBENCH_DEVICE=cpu\n"  # the target runs in the interpreter here
+        f"{_RUNS_ITS_TARGET[fds]}\n"
     )
     ncu.chmod(0o755)
-    args = ["profile", "--tool", "ncu", "--case", "64:float32"]
+    args = ["profile", "--tool", "ncu", "--case", "64:float32", "--timeout", "30"]
     proc, child = start_hang(args, mark, tmp_path, WORKBENCH_DEVICE="cuda", WORKBENCH_NCU=str(ncu))
     proc.kill()
     proc.wait(timeout=30)
-    assert not gone(lambda: group(child) + marked(mark), 60)
+    assert not gone(lambda: group(child) + marked(mark), 60 if fds == "passes" else 120)
+    [log] = (tmp_path / "reports" / "runs").glob("*/log.txt")
+    said = "the runner's pipe did not reach this process" in log.read_text()
+    assert said == (fds == "closes")
 
 
 async def test_quitting_the_tui_asks_then_stops_its_job_and_keeps_the_run(

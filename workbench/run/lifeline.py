@@ -86,11 +86,12 @@ def _watch(fd: int) -> None:
 
 
 def _expire(timeout: float) -> None:
-    print(
-        f"workbench: the job ran past its {timeout:g} s timeout: its processes are killed",
-        file=sys.stderr,
-        flush=True,
-    )
+    with contextlib.suppress(OSError):  # the log's reader may have gone with the runner
+        print(
+            f"workbench: the job ran past its {timeout:g} s timeout: its processes are killed",
+            file=sys.stderr,
+            flush=True,
+        )
     end_job()
 
 
