@@ -40,9 +40,12 @@ def mark() -> Iterator[str]:
     nothing running)."""
     value = uuid.uuid4().hex
     yield value
+    kill_marked(value)
+
+
+def kill_marked(value: str) -> None:
     for pid in marked(value):
-        if pid != os.getpid():
-            os.kill(pid, signal.SIGKILL)
+        os.kill(pid, signal.SIGKILL)
 
 
 def _processes() -> Iterator[tuple[int, str, int, bytes]]:
