@@ -140,7 +140,7 @@ def test_sighup_of_the_cli_stops_its_job_and_keeps_the_run(tmp_path, mark):
 
 def test_the_job_ends_at_its_timeout_while_the_cli_is_stopped(tmp_path, mark):
     """The job's child enforces the timeout too: a runner that is stopped (or wedged) cannot."""
-    proc, child = start_hang(["check", "--timeout", "5", "--json"], mark, tmp_path)
+    proc, child = start_hang(["check", "--timeout", "20", "--json"], mark, tmp_path)
     proc.send_signal(signal.SIGSTOP)
     try:
         left = gone(lambda: group(child) + [p for p in marked(mark) if p != proc.pid], 90)
@@ -151,7 +151,7 @@ def test_the_job_ends_at_its_timeout_while_the_cli_is_stopped(tmp_path, mark):
     run = json.loads(out)
     assert run["status"] == "timeout"  # the runner, woken, says why the job ended
     log = runlog.tail(Path(run["artifacts"]) / "log.txt", 4000)
-    assert "5 s timeout: its processes are killed" in log
+    assert "20 s timeout: its processes are killed" in log
 
 
 def test_a_helper_process_of_the_module_ends_with_its_job(tmp_path, mark):
