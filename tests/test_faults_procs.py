@@ -7,6 +7,7 @@ the job's process group. Everything is polled up to a deadline, never slept for.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -45,7 +46,8 @@ def mark() -> Iterator[str]:
 
 def kill_marked(value: str) -> None:
     for pid in marked(value):
-        os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
+            os.kill(pid, signal.SIGKILL)
 
 
 def _processes() -> Iterator[tuple[int, str, int, bytes]]:

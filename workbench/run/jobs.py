@@ -150,8 +150,12 @@ def run_job(
             )
             _LIVE.add(proc)
             events: queue.Queue[bytes] = queue.Queue()
-            pumps = [_pump(proc.stdout, events.put, True), _pump(proc.stderr, log.write, False)]
-            try:
+            pumps: list[threading.Thread] = []
+            try:  # from here on, a Ctrl-C or signal (a thread's start waits: it may come there)
+                pumps += [
+                    _pump(proc.stdout, events.put, True),
+                    _pump(proc.stderr, log.write, False),
+                ]
                 _follow(proc, job, outcome, events, on_event, cancel, start, log)
             except BaseException as exc:  # Ctrl-C, or a signal made an exception: the job ends
                 interrupted = exc

@@ -48,7 +48,7 @@ GLOBAL_KEYS: tuple[Key, ...] = (
     Key("S", "sort", "sort", "sort the kernel list by the next column", show=False),
     Key("r", "reload", "reload", "find the kernels again (keeps the selection)", show=False),
     Key("escape", "back", "back", "close the filter or the IR search, leave a diff", show=False),
-    Key("q", "app.quit", "quit", "quit (asks first while a job runs, then cancels it)", id="quit"),
+    Key("q", "app.quit", "quit", "quit (running jobs are cancelled)", id="quit"),
 )
 
 
