@@ -520,19 +520,6 @@ async def test_help_and_palette_come_from_the_keymap():
         assert app.screen.selected.name == "pitfall_spill_fixed"
 
 
-async def test_q_quits_and_no_job_outlives_the_app():
-    async with opened([str(FAULTY / "faults.py")]) as (app, pilot):
-        await select(app, pilot, "fault_hang")
-        await pilot.press("c")
-        await until(pilot, lambda: app.queue.running is not None and app.queue.running.total > 0)
-        task = app.queue.running
-        await pilot.press("q")
-        await pilot.pause()
-        assert app._exit  # the app is closing
-    assert await asyncio.to_thread(app.queue.wait_idle, 30)
-    assert task.state == "cancelled" and task.finished.status == "cancelled"
-
-
 async def test_options_refuse_a_bad_config_with_the_clis_problem():
     async with opened([PITFALLS]) as (app, pilot):
         await pilot.press("o")

@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.leading_path and not hasattr(args, "path"):
         parser.error(f"`{args.command}` takes no --path")
     args.path = paths
-    signal.signal(signal.SIGTERM, _terminated)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _terminated)
     with escaped_output():  # a kernel's name or message cannot drive the terminal
         return _run(args)
 
@@ -132,7 +133,8 @@ def not_saved(code: int, missed: list[Problem]) -> int:
 
 
 def _terminated(signum: int, frame: object) -> None:
-    """SIGTERM (`timeout`, a CI runner, `kill`): stop the jobs, then exit as the signal would."""
+    """SIGTERM (`timeout`, a CI runner, `kill`) or SIGHUP (the terminal closed): stop the jobs,
+    then exit as the signal would."""
     from workbench.run import jobs
 
     jobs.stop_all()

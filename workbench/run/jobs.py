@@ -2,11 +2,14 @@
 
 The child is a plain command line, `python -m workbench.run.worker KIND ...`, the same one ncu and
 nsys wrap. Whatever happens to it (an exception, a hang, a segfault, a CUDA fault) ends that job
-with a Problem; the parent carries on.
+with a Problem; the parent carries on. No process of a job outlives it: the child's session is
+killed whole when the job ends, and the child kills it itself when this process dies (`lifeline`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -19,11 +22,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import IO
 
 from workbench.catalog.discovery import KernelEntry
-from workbench.run import machine, store
+from workbench.run import lifeline, machine, runlog, store
 from workbench.run.faults import problem_from_exit, timeout_problem
+from workbench.run.runlog import RunLog
 from workbench.runtime.errors import Problem
 
 OnEvent = Callable[[dict], None]
@@ -33,6 +37,11 @@ _LIVE: set[subprocess.Popen] = set()
 whole group), so neither Ctrl-C nor a signal to this process reaches them: `stop_all` does."""
 _STOPPED = threading.Event()
 _INTERRUPTED = ("cancelled", "the workbench was interrupted and stopped the job", "run it again")
+PIPES_CLOSE_S = 5.0
+"""How long the child's output may still come once its group is killed (a process that left the
+group, by a session of its own, may hold the pipes open)."""
+LOG_TAIL = 8000
+"""Bytes of the log's tail kept in the Outcome (and read for a crash's cause)."""
 
 
 @dataclass
@@ -73,6 +82,7 @@ class Outcome:
 
 def child_command(job: Job, run_dir: str) -> list[str]:
     cmd = [sys.executable, "-m", "workbench.run.worker", job.kind, "--run-dir", run_dir]
+    cmd += ["--timeout", f"{job.timeout:g}"]
     cmd += ["--params", json.dumps(job.params)]
     if job.kernel:
         cmd += ["--file", job.kernel.file, "--kernel", job.kernel.name]
@@ -123,33 +133,49 @@ def run_job(
     run_dir, store_problem = prepare_run_dir(run_id)
     outcome = Outcome(job, run_id, run_dir, store_problem=store_problem)
     cmd = (wrap or []) + child_command(job, run_dir)
-    log_path = Path(run_dir) / "log.txt"
+    log = RunLog(Path(run_dir) / "log.txt")
+    log.write(("$ " + " ".join(cmd) + "\n").encode())
+    if log.fault:  # the folder took a probe, but the disk may have filled since
+        log.close()
+        raise store.write_fault(log.path, log.fault)
     start = time.monotonic()
-    try:  # the folder took a probe, but the disk may have filled since
-        log_path.write_text("$ " + " ".join(cmd) + "\n")
-    except OSError as exc:
-        raise store.write_fault(log_path, exc) from exc
-    with open(log_path, "a") as log:
-        proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            stdin=subprocess.DEVNULL,
-            env=child_env(job.kernel),
-            start_new_session=True,  # so a timeout or cancel kills the whole process group
-            text=True,
-        )
-        _LIVE.add(proc)
-        interrupted: BaseException | None = None
-        try:
-            _follow(proc, job, outcome, on_event, cancel, start, log)
-        except BaseException as exc:  # Ctrl-C, or a signal made an exception: the job ends too
-            _kill(proc)
-            interrupted = exc
-        finally:
-            _LIVE.discard(proc)
+    interrupted: BaseException | None = None
+    try:
+        with lifeline.held() as (fd, lifeline_env):
+            proc = subprocess.Popen(
+                cmd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                env={**child_env(job.kernel), **lifeline_env},
+                pass_fds=(fd,),
+                start_new_session=True,  # so a timeout or cancel kills the whole process group
+            )
+            _LIVE.add(proc)
+            events: queue.Queue[bytes] = queue.Queue()
+            pumps: list[threading.Thread] = []
+            try:  # from here on, a Ctrl-C or signal (a thread's start waits: it may come there)
+                pumps += [
+                    _pump(proc.stdout, events.put, True),
+                    _pump(proc.stderr, log.write, False),
+                ]
+                _follow(proc, job, outcome, events, on_event, cancel, start, log)
+            except BaseException as exc:  # Ctrl-C, or a signal made an exception: the job ends
+                interrupted = exc
+            finally:
+                _end(proc)  # the job's whole group, however it ended: helpers its code started
+                _LIVE.discard(proc)
+            for pump in pumps:  # a process that left the group may hold the pipes: not forever
+                pump.join(PIPES_CLOSE_S)
+            if outcome.status == "ok" and interrupted is None:  # written just before its exit
+                while (line := _next(events)) is not None:
+                    _take(line, outcome, on_event, log)
+    finally:
+        log.close()
+        if log.fault:  # the disk filled during the job: its result may still be stored
+            store.write_fault(log.path, log.fault)
     outcome.seconds = time.monotonic() - start
-    outcome.log = log_path.read_text(errors="replace")[-8000:]
+    outcome.log = runlog.tail(log.path, LOG_TAIL)
     if outcome.status == "ok" and outcome.result is None:
         if interrupted is not None or _STOPPED.is_set():
             outcome.status, outcome.problem = "cancelled", Problem(*_INTERRUPTED)
@@ -163,75 +189,112 @@ def run_job(
 
 
 def stop_all() -> None:
-    """Kill every job child still running (the process is exiting: Ctrl-C, SIGTERM). The jobs
-    running in other threads then end as cancelled."""
+    """Kill every job child still running (the process is exiting: Ctrl-C, SIGTERM, SIGHUP).
+    The jobs running in other threads then end as cancelled."""
     _STOPPED.set()
-    for proc in list(_LIVE):
+    live = list(_LIVE)
+    for proc in live:
         _kill(proc)
+    for proc in live:  # until each has died; its own thread reaps it (waitid takes no lock,
+        with contextlib.suppress(ChildProcessError):  # so this signal handler cannot block one)
+            os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
 
 
 def _follow(
     proc: subprocess.Popen,
     job: Job,
     outcome: Outcome,
+    events: queue.Queue[bytes],
     on_event: OnEvent | None,
     cancel: threading.Event | None,
     start: float,
-    log: TextIO,
+    log: RunLog,
 ) -> None:
-    lines: queue.Queue[str | None] = queue.Queue()
-
-    def pump() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.put(line)
-        lines.put(None)
-
-    threading.Thread(target=pump, daemon=True).start()
+    """Pass the child's events on until it exits, is cancelled or runs past its timeout. Its
+    exit, not the end of its output, ends the job: a helper process may hold the pipe open. The
+    timeout is looked at first: a child that ended itself at it (this process was stopped) has
+    timed out, not crashed."""
     while True:
         if cancel is not None and cancel.is_set():
-            _kill(proc)
             outcome.status = "cancelled"
             outcome.problem = Problem("cancelled", "the job was cancelled", "run it again")
             return
         if time.monotonic() - start > job.timeout:
-            _kill(proc)
             outcome.status, outcome.problem = "timeout", timeout_problem(job.timeout)
             return
-        try:
-            line = lines.get(timeout=0.1)
-        except queue.Empty:
-            continue
-        if line is None:
-            proc.wait()
+        if _exited(proc):
             return
-        event = _decode(line)
-        if event is None:  # a wrapper's own output (ncu, nsys) shares the pipe: keep it
-            log.write(line)
-            log.flush()
-            continue
-        if event.get("event") == "result":
-            outcome.result = event.get("result")
-        elif event.get("event") == "error":
-            outcome.status = "error"
-            outcome.problem = Problem(**event["problem"])
-        if on_event:
-            on_event(event)
+        with contextlib.suppress(queue.Empty):
+            _take(events.get(timeout=0.1), outcome, on_event, log)
 
 
-def _decode(line: str) -> dict | None:
+def _take(line: bytes, outcome: Outcome, on_event: OnEvent | None, log: RunLog) -> None:
+    event = _decode(line)
+    if event is None:  # a wrapper's own output (ncu, nsys) shares the pipe: keep it
+        log.write(line)
+        return
+    if event.get("event") == "result":
+        outcome.result = event.get("result")
+    elif event.get("event") == "error":
+        outcome.status = "error"
+        outcome.problem = Problem(**event["problem"])
+    if on_event:
+        on_event(event)
+
+
+def _pump(pipe: IO[bytes] | None, sink: Callable[[bytes], None], lines: bool) -> threading.Thread:
+    """A thread passing what the child writes to `pipe` on to `sink`: whole lines (events), or
+    pieces as they come (the log, which a module may fill with one endless line)."""
+
+    def run() -> None:
+        assert pipe is not None
+        with pipe:
+            read = pipe.readline if lines else functools.partial(os.read, pipe.fileno(), 1 << 16)
+            for chunk in iter(read, b""):
+                sink(chunk)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def _next(events: queue.Queue[bytes]) -> bytes | None:
+    try:
+        return events.get_nowait()
+    except queue.Empty:
+        return None
+
+
+def _decode(line: bytes) -> dict | None:
     try:
         event = json.loads(line)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, UnicodeDecodeError):
         return None
     return event if isinstance(event, dict) else None
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def _exited(proc: subprocess.Popen) -> bool:
+    """Whether the child has exited, leaving it unreaped: until it is reaped its pid, which is
+    its group's id, cannot be given to another process, so `_end` kills only this job's."""
+    if proc.returncode is not None:
+        return True
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:  # reaped by `stop_all`, from another thread
+        return True
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """Kill the job's whole process group (its child is a session leader: the group's id is
+    the child's pid, which stays its own until the child is reaped)."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _end(proc: subprocess.Popen) -> None:
+    """Kill the job's whole process group, then reap its child."""
+    _kill(proc)
     proc.wait()
 
 

@@ -3,6 +3,8 @@
 Events go out as JSON lines on the original stdout; the kernel's own prints are sent to stderr
 (the run's log) so they cannot corrupt the event stream. Without a GPU, TRITON_INTERPRET=1 is
 set before triton or any kernel module is imported: Triton reads it when `@triton.jit` runs.
+Started by the runner, it holds the job's lifeline first: its process group dies when the runner
+does, at `--timeout`, or on SIGTERM or SIGHUP.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.run import machine
+from workbench.run import lifeline, machine
 from workbench.runtime import compat
 from workbench.runtime.errors import WorkbenchError
 
@@ -59,7 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernel")
     parser.add_argument("--run-dir", default=".")
     parser.add_argument("--params", default="{}")
+    parser.add_argument("--timeout", type=float, help="seconds; the runner enforces it first")
     args = parser.parse_args(argv)
+    lifeline.hold(args.timeout)
     emit = _event_stream()
     gpu = machine.has_gpu()
     try:

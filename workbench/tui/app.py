@@ -7,15 +7,17 @@ Nothing here imports torch or triton, and the tabs load after the kernel list ha
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
+from textual import work
 from textual.app import App
 from textual.command import Provider
 from textual.message import Message
 
 from workbench.run import machine
 from workbench.tui.catalog import find_kernels
-from workbench.tui.jobqueue import JobQueue, Task
+from workbench.tui.jobqueue import QUEUED, JobQueue, Task
 from workbench.tui.screens.main import MainScreen
 from workbench.views.actions import Finished, Selection
 
@@ -61,8 +63,31 @@ class WorkbenchApp(App[None]):
         if isinstance(self.screen, MainScreen) and self.screen.ready:
             self.screen.tick()
 
+    async def action_quit(self) -> None:
+        """q: with a job running, ask first; then cancel the jobs, wait for their children and
+        exit (the runs are kept as cancelled, as the CLI keeps them on Ctrl-C)."""
+        if self.queue.running is None:
+            self.exit()
+            return
+        from workbench.tui.screens.confirm import Confirm
+
+        queued = sum(t.state == QUEUED for t in self.queue.tasks)
+        jobs = "1 job running" + (f", {queued} queued" if queued else "")
+        question = f"{jobs}: quit and cancel {'them' if queued else 'it'}?"
+        self.push_screen(Confirm(question), self._quit_answered)
+
+    def _quit_answered(self, yes: bool | None) -> None:
+        if yes:
+            self.stop_jobs_and_exit()
+
+    @work(exclusive=True, group="quit")
+    async def stop_jobs_and_exit(self) -> None:
+        self.notify("cancelling the jobs ...")
+        await asyncio.to_thread(self.queue.close)
+        self.exit()
+
     def on_unmount(self) -> None:
-        self.queue.close()  # no child process outlives the app
+        self.queue.close()  # however the app ends, no child process outlives it
 
     def _from_queue(self, task: Task, event: dict | None) -> None:
         """The queue's news, from any thread: queued in order, handled on the app's own, where a
@@ -76,5 +101,7 @@ class WorkbenchApp(App[None]):
 
 
 def run_app(paths: Sequence[str] = ()) -> int:
-    WorkbenchApp(paths).run()
-    return 0
+    """Run the UI; its exit status: 1 when it crashed (Textual has shown the traceback)."""
+    app = WorkbenchApp(paths)
+    app.run()
+    return app.return_code or 0

@@ -16,6 +16,9 @@ from workbench.catalog.discovery import KernelEntry
 from workbench.views.actions import ACTIONS, Finished, Selection, crashed
 
 QUEUED, RUNNING, DONE, CANCELLED = "queued", "running", "done", "cancelled"
+CLOSE_WAIT_S = 30.0
+"""How long quitting waits for a cancelled job to end: its child is killed at once, then the run
+is written to the store."""
 
 
 @dataclass
@@ -133,14 +136,20 @@ class JobQueue:
                 task.state, task.ended_at = CANCELLED, time.time()
         self.listener(task, None)
 
-    def close(self) -> None:
-        """Cancel everything (the app is quitting): no child process outlives it."""
+    def close(self, timeout: float = CLOSE_WAIT_S) -> bool:
+        """Cancel everything and wait for the running job to end, its child's processes killed
+        and its run kept as cancelled (the app is quitting). False if it has not in `timeout`."""
         with self._lock:
             self._closed = True
             self._wake.notify()
-        for t in self.tasks:
-            if t.state in (QUEUED, RUNNING):
+            for t in self.tasks:
                 t.cancel.set()
+                if t.state == QUEUED:
+                    t.state, t.ended_at = CANCELLED, time.time()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+        return thread is None or not thread.is_alive()
 
     def wait_idle(self, timeout: float) -> bool:
         """Block until nothing runs or waits (tests and scripts); False on timeout."""
