@@ -114,8 +114,7 @@ def input_bytes(args: tuple[Any, ...]) -> float:
     that storage, a tensor passed twice counts once, a broadcast (stride 0) dimension once."""
     by_storage: dict[tuple[str, int], list[torch.Tensor]] = {}
     for t in _distinct([a for a in tree_flatten(args)[0] if isinstance(a, torch.Tensor)]):
-        key = (str(t.device), t.untyped_storage().data_ptr())
-        by_storage.setdefault(key, []).append(t)
+        by_storage.setdefault((str(t.device), _storage(t)), []).append(t)
     total = 0
     for views in by_storage.values():
         held = sum(_elements(t) * t.element_size() for t in views)
@@ -130,12 +129,16 @@ def _elements(t: torch.Tensor) -> int:
     return n
 
 
+def _storage(t: torch.Tensor) -> int:
+    """Where the tensor's storage lives; a meta or empty tensor (address 0) is its own."""
+    return t.untyped_storage().data_ptr() or id(t)
+
+
 def _distinct(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
     """The tensors less repeats of the same view (same storage, offset, shape, strides, dtype)."""
     seen, out = set(), []
     for t in tensors:
-        key = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride())
-        key += (t.dtype, str(t.device))
+        key = (_storage(t), t.storage_offset(), tuple(t.shape), t.stride(), t.dtype, str(t.device))
         if key not in seen:
             seen.add(key)
             out.append(t)
