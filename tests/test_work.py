@@ -229,7 +229,7 @@ def test_a_fast_gemm_brought_as_three_names_has_no_memory_far_from_peak():
     bytes_only = replace(rec, flops=None, flops_source=None)
     facts.bench = BenchResult(rec.name, facts.bench.device, facts.bench.ceilings, [bytes_only])
     far = [f for f in diagnose(facts).findings if f.id == "memory-far-from-peak"]
-    assert far and far[0].severity == "high"
+    assert far and far[0].severity == "high" and "no FLOP count" in far[0].title
 
 
 # ---- what ncu counted --------------------------------------------------------------------------

@@ -34,6 +34,7 @@ COPY_OF_SPEC = 0.9
 to 90.4 % for torch.clone): ncu's DRAM throughput, a percentage of the spec, over this is the
 fraction of copy bandwidth that the bench's roofline uses."""
 LATENCY_BOUND = limit("low-occupancy", "latency_bound")
+NO_FLOPS = " (no FLOP count: placed by its bytes alone)"
 IDLE = limit("launch-bound", "idle")
 
 
@@ -256,11 +257,12 @@ def far_from_peak(facts: Facts) -> list[Finding]:
         return []
     evidence = {"source": placed.source, "ratio": round(placed.ratio, 3), **placed.figures}
     evidence |= {"threshold": threshold, "measured": placed.detail}
+    unflopped = placed.source == "bench" and placed.figures.get("flops") is None
     return [
         Finding(
             id="memory-far-from-peak",
             title=f"memory-bound {placed.short}: the bytes move at {placed.ratio:.0%} of what a "
-            "copy reaches",
+            "copy reaches" + (NO_FLOPS if unflopped else ""),
             severity="high" if placed.ratio < threshold / 2 else "medium",
             evidence=evidence,
             fix=fix_text("memory-far-from-peak", evidence),
