@@ -216,7 +216,7 @@ def test_a_report_stored_before_these_facts_reads_back_with_them():
     assert s["error_trend"] is None
 
 
-# ---- three-name modules: derived irregular shapes and the byte model ---------------------------
+# ---- three-name modules: derived irregular shapes ------------------------------------------
 
 
 def _three_name(get_inputs) -> types.SimpleNamespace:
@@ -242,16 +242,6 @@ def test_derived_shapes_shrink_shared_sizes_together_and_keep_the_rest():
     assert "one size per" in err.value.problem.remedy
     plain = _three_name(lambda: [torch.randn(3, 5), torch.randn(5, 7), 1.0])
     assert loader.derived_shapes(loader.three_name_spec(plain, "small"), "cpu") == []
-
-
-def test_three_name_byte_model_counts_inputs_and_outputs_at_the_timed_element_size():
-    module = _three_name(lambda: [torch.randn(64, 32), torch.randn(32, 3), 2.0])
-    spec = loader.three_name_spec(module, "mm")
-    read, written = (64 * 32 + 32 * 3), 64 * 3
-    assert spec.bytes_moved((), 4) == 4 * (read + written)
-    assert spec.bytes_moved((), 2) == 2 * (read + written)
-    assert spec.bytes_moved((49, 25), 4) == 4 * (49 * 25 + 25 * 3 + 49 * 3)
-    assert spec.flops is None
 
 
 # ---- flawed kernels on the interpreter ---------------------------------------------------------

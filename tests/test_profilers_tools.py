@@ -131,9 +131,9 @@ def test_ncu_command_filters_to_the_range_and_kernel():
         "quick",
         ["vector_add:4096:float32"],
         ["_add_kernel"],
-        ["dram__bytes_read.sum"],
+        ["lts__t_bytes.sum"],
         launch_count=1,
-        known={"dram__bytes_read"} | {ncu.base_name(m) for m in ncu.PRESETS["quick"].metrics},
+        known={"lts__t_bytes"} | {ncu.base_name(m) for m in ncu.PRESETS["quick"].metrics},
     )
     cmd = p.command()
     assert cmd[:4] == ["/opt/ncu", "--nvtx", "--nvtx-include", "workbench@vector_add:4096:float32/"]
@@ -148,7 +148,10 @@ def test_ncu_command_filters_to_the_range_and_kernel():
     metrics = cmd[cmd.index("--metrics") + 1].split(",")
     assert "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum" in metrics
     assert "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum" in metrics
-    assert metrics[-1] == "dram__bytes_read.sum"
+    assert (
+        "dram__bytes_read.sum" in metrics and "sm__ops_path_tensor_src_bf16_dst_fp32.sum" in metrics
+    )
+    assert metrics[-1] == "lts__t_bytes.sum"
     assert cmd[cmd.index("--import-source") + 1] == "yes"
     assert cmd[cmd.index("--clock-control") + 1] == "none"  # never touch the GPU's clocks
     assert cmd[-1] == f"{PLACEHOLDER}/profile"

@@ -3,8 +3,9 @@
 For each shape and dtype: the correctness check `check` runs, at that shape; then the median
 time from `triton.testing.do_bench` (which flushes L2 before every call) on random inputs,
 rotated among several sets when one set fits in L2; GB/s and TFLOP/s from the spec's byte and
-FLOP model; the fraction of the measured roofline; and the speedup over the eager reference and
-over `torch.compile` of it.
+FLOP model, or else from the reference's counted FLOPs and its inputs and outputs (`work`); the
+fraction of the measured roofline; and the speedup over the eager reference and over
+`torch.compile` of it.
 """
 
 from __future__ import annotations
@@ -17,10 +18,17 @@ from typing import Any
 
 import torch
 
-from workbench.bench import ceilings
+from workbench.bench import ceilings, work
 from workbench.bench.launches import launch_facts
 from workbench.bench.metrics import Timings
-from workbench.bench.result import BenchRecord, BenchResult, Ceilings, Sample, case_record
+from workbench.bench.result import (
+    AS_GIVEN,
+    BenchRecord,
+    BenchResult,
+    Ceilings,
+    Sample,
+    case_record,
+)
 from workbench.catalog.spec import KernelSpec, Shape
 from workbench.check import job as check
 from workbench.run import machine
@@ -80,7 +88,7 @@ def run_bench(
             rec = case_record(spec.name, shape, dtype, ceil, sample, spec.compile_mode)
         except Exception as exc:  # noqa: BLE001 - a failing case is a record; the next one runs
             problem = problem_from_exception(exc)
-            rec = BenchRecord(spec.name, list(shape), dtype or "as given", ceil.device)
+            rec = BenchRecord(spec.name, list(shape), dtype or AS_GIVEN, ceil.device)
             rec.status, rec.reason, rec.problem = "error", problem.cause, problem.to_dict()
         result.records.append(rec)
         emit({"event": "record", "record": rec.to_dict()})
@@ -141,7 +149,9 @@ class CaseTimer:
             if zeros
             else None
         )
-        esize = tdtype.itemsize if tdtype is not None else _element_size(sets[0])
+        floats = _floating(sets[0])
+        esize = tdtype.itemsize if tdtype is not None else floats.itemsize if floats else 1
+        cost = work.of_case(spec, shape, esize, sets[0])  # outside the lock: nothing is timed
         with gpu_lock.alone(device):
             ms, p20, p80 = time_rotating(spec.kernel_fn, sets)
             timings = Timings(
@@ -154,9 +164,12 @@ class CaseTimer:
                     if self.compile_ref
                     else "n/a: not asked for"
                 ),
-                bytes=spec.bytes_moved(shape, esize) if spec.bytes_moved else None,
-                flops=spec.flops(shape) if spec.flops else None,
+                bytes=cost.bytes,
+                flops=cost.flops,
                 input_sets=len(sets),
+                bytes_source=cost.bytes_source,
+                flops_source=cost.flops_source,
+                input_dtype=str(floats).removeprefix("torch.") if floats and not tdtype else None,
             )
             launch = launch_facts(spec, sets[0], dtype) if self.launches else None
         return Sample(checked, timings, note=note, launch=launch)
@@ -205,7 +218,8 @@ def _zero_inputs(args: tuple) -> list[int]:
     ]
 
 
-def _element_size(args: tuple) -> int:
-    """The element size of the first floating-point tensor input (the three-name contract)."""
-    floats = [a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()]
-    return floats[0].element_size() if floats else 1
+def _floating(args: tuple) -> torch.dtype | None:
+    """The dtype of the first floating-point tensor input (what a three-name module times)."""
+    return next(
+        (a.dtype for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()), None
+    )

@@ -5,6 +5,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+SPEC = "spec"
+"""The spec's own `flops=` / `bytes_moved=` formula: it always wins."""
+NCU = "ncu"
+"""Counted by Nsight Compute on the case's own launches: tensor and FP ops, DRAM bytes."""
+FLOP_COUNTER = "flop-counter"
+"""torch's FlopCounterMode over the reference: matmuls, convolutions and attention only."""
+INPUTS_OUTPUTS = "inputs+outputs"
+"""The fewest bytes a call can move: its inputs' distinct storage read once, its outputs
+written once."""
+
+
+@dataclass(frozen=True)
+class Work:
+    """One call's FLOPs and bytes, each with where it comes from (SPEC, NCU, ...)."""
+
+    flops: float | None
+    flops_source: str | None
+    bytes: float | None
+    bytes_source: str | None
+
 
 @dataclass(frozen=True)
 class Timings:
@@ -19,6 +39,10 @@ class Timings:
     bytes: float | None
     flops: float | None
     input_sets: int
+    bytes_source: str | None = None
+    flops_source: str | None = None
+    input_dtype: str | None = None
+    """The timed inputs' floating dtype: the compute ceiling of a case run "as given"."""
 
 
 def rates(ms: float, nbytes: float | None, flops: float | None) -> tuple[float | None, ...]:
@@ -29,13 +53,26 @@ def rates(ms: float, nbytes: float | None, flops: float | None) -> tuple[float |
     return gbps, tflops
 
 
+def intensity(flops: float | None, nbytes: float | None) -> float | None:
+    """Arithmetic intensity, FLOP per byte; None without both numbers."""
+    return flops / nbytes if flops is not None and nbytes else None
+
+
+def ridge(copy_gbps: float, matmul_tflops: float) -> float:
+    """The intensity (FLOP/B) at which moving the bytes and doing the FLOPs take equally long
+    at the measured ceilings: above it a kernel is compute-bound, at or below memory-bound."""
+    return matmul_tflops * 1e12 / (copy_gbps * 1e9)
+
+
 def floor_ms(
     nbytes: float | None, flops: float | None, copy_gbps: float, matmul_tflops: float
 ) -> tuple[float | None, str | None]:
     """The roofline floor: the longer of moving the bytes at copy speed and doing the FLOPs at
-    the measured matmul rate, and which of the two it is ("memory" or "compute")."""
+    the measured matmul rate, and which of the two it is ("memory" or "compute"). Compute is
+    the longer exactly when the intensity is above the ridge; no FLOPs (none counted) leave the
+    kernel on the memory side."""
     memory = nbytes / (copy_gbps * 1e9) * 1e3 if nbytes is not None else None
-    compute = flops / (matmul_tflops * 1e12) * 1e3 if flops is not None else None
+    compute = flops / (matmul_tflops * 1e12) * 1e3 if flops else None
     if memory is None and compute is None:
         return None, None
     if compute is None or (memory is not None and memory >= compute):

@@ -149,7 +149,11 @@ def markdown(doc: dict) -> str:
         "inputs, rotated among several sets when they fit in L2), after a correctness check at "
         "the same shape. roofline = floor / time, where floor = max(bytes / copy bandwidth, "
         "FLOPs / matmul rate) with the ceilings measured in the row's own run (above: the "
-        "latest, where several runs updated the report); bound names the larger term. "
+        "latest, where several runs updated the report); bound names the larger term: compute "
+        "exactly when FLOPs / bytes is above the ridge, matmul rate / copy bandwidth. Bytes and "
+        "FLOPs are the kernel spec's formulas, or else counted: the reference's FLOPs by torch's "
+        "FlopCounterMode (matmuls, convolutions, attention, causal halved), the bytes of its "
+        "inputs and outputs; bench.json gives each one's source. "
         "`vs torch` and `vs compile` are the eager and `torch.compile`d reference's time over the "
         "kernel's (above 1: the kernel is faster); `torch.compile` runs with static shapes "
         "in its default mode unless a note names another.",

@@ -37,6 +37,8 @@ class Ceilings:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__})
 
 
+AS_GIVEN = "as given"
+"""The dtype of a case whose inputs were not cast: a three-name module's get_inputs()."""
 RECORD_FIELDS = (
     "name",
     "shape",
@@ -56,6 +58,8 @@ MEASURED_FIELDS = (
     "ms_p80",
     "bytes",
     "flops",
+    "bytes_source",
+    "flops_source",
     "floor_ms",
     "bound",
     "torch_ms",
@@ -87,6 +91,12 @@ class BenchRecord(Record):
     ms_p80: float | None = None
     bytes: float | None = None
     flops: float | None = None
+    bytes_source: str | None = None
+    """Where `bytes` comes from: metrics.SPEC, or INPUTS_OUTPUTS when the spec has no model."""
+    flops_source: str | None = None
+    """Where `flops` comes from: metrics.SPEC, or FLOP_COUNTER when the spec has no model."""
+    input_dtype: str | None = None
+    """The timed inputs' floating dtype, when the case ran them "as given"."""
     floor_ms: float | None = None
     bound: str | None = None
     torch_ms: float | None = None
@@ -101,6 +111,11 @@ class BenchRecord(Record):
     @property
     def where(self) -> str:
         return f"{self.name} {self.dtype} {'x'.join(map(str, self.shape)) or '-'}"
+
+    @property
+    def compute_dtype(self) -> str | None:
+        """The dtype whose measured matmul rate is this case's compute ceiling."""
+        return self.input_dtype if self.dtype == AS_GIVEN else self.dtype
 
     def to_dict(self) -> dict:
         """RECORD_FIELDS always, MEASURED_FIELDS once timed, the rest where set."""
@@ -136,14 +151,15 @@ def case_record(
     compile_mode: str,
 ) -> BenchRecord:
     """The record of one case: its figures where it was timed, else why it was not."""
-    rec = BenchRecord(name, list(shape), dtype or "as given", ceil.device, check=sample.check)
+    rec = BenchRecord(name, list(shape), dtype or AS_GIVEN, ceil.device, check=sample.check)
     status = sample.check.get("status")
     if sample.timings is None:
         rec.status = "failed" if status == "failed" else "error"
         rec.reason = f"correctness check {status}: {sample.reason}"
         rec.problem = sample.problem
         return rec
-    figures = metrics.derived(sample.timings, ceil.copy_gbps, ceil.matmul_rate(dtype))
+    rate = ceil.matmul_rate(dtype or sample.timings.input_dtype)
+    figures = metrics.derived(sample.timings, ceil.copy_gbps, rate)
     # The timings go on the record under their own names; the compiled time only by its figures.
     timed = {k: v for k, v in asdict(sample.timings).items() if k != "compiled"}
     return replace(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import sys
 import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,17 +88,15 @@ def module_specs(module: Any) -> list[KernelSpec]:
 
 
 def three_name_spec(module: Any, name: str) -> KernelSpec:
-    """Wrap NVIDIA's three-name contract: get_inputs() decides shape and dtype. Its byte model
-    is the tensors read plus the tensors returned; it has no FLOP model."""
-    inputs = ThreeNameInputs(module)
+    """Wrap NVIDIA's three-name contract: get_inputs() decides shape and dtype. It has no FLOP or
+    byte model: `bench` counts both from the reference on the inputs it times (`bench.work`)."""
     return KernelSpec(
         name=name,
         kernel_fn=module.kernel_fn,
         reference_fn=module.reference_fn,
-        make_inputs=inputs,
+        make_inputs=ThreeNameInputs(module),
         shapes={"check": [()], "bench": [()]},
         dtypes=(),
-        bytes_moved=_bytes_model(inputs, module.reference_fn),
         description=summary(module.__doc__),
         jit=_kernels(module),
     )
@@ -179,40 +176,6 @@ def _cut(args: tuple[Any, ...], shape: Shape) -> tuple[Any, ...]:
         else a
         for a in args
     )
-
-
-def _bytes_model(inputs: ThreeNameInputs, reference_fn: Any) -> Callable[[Shape, int], float]:
-    """bytes_moved of a three-name module: the tensor inputs plus the outputs, at the element
-    size `bench` times (floating inputs cast as `check --dtype` casts them). The outputs' size
-    needs a call: the reference runs once per shape and element size."""
-    measured: dict[tuple[Shape, int], float] = {}
-
-    def bytes_moved(shape: Shape, esize: int) -> float:
-        import torch
-
-        key = (tuple(shape), esize)
-        if key not in measured:
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-            measured[key] = _bytes_on(inputs, reference_fn, tuple(shape), esize, device)
-        return measured[key]
-
-    return bytes_moved
-
-
-def _bytes_on(
-    inputs: ThreeNameInputs, reference_fn: Any, shape: Shape, esize: int, device: str
-) -> float:
-    import torch
-
-    from workbench.runtime.tensors import outputs
-
-    args = inputs(shape, None, device)
-    floats = [a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()]
-    by_size = {8: torch.float64, 4: torch.float32, 2: torch.float16}
-    if floats and floats[0].element_size() != esize and esize in by_size:
-        args = tuple(_cast_floating(a, by_size[esize]) for a in args)
-    read = sum(a.nbytes for a in args if isinstance(a, torch.Tensor))
-    return float(read + sum(o.nbytes for o in outputs(reference_fn(*args))))
 
 
 def _kernels(module: Any) -> tuple[Any, ...]:

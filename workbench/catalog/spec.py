@@ -61,8 +61,11 @@ class KernelSpec:
     tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
     """Per-dtype overrides of DEFAULT_TOLERANCES."""
     flops: Callable[[Shape], float] | None = None
+    """shape -> the FLOPs of one call. Without it, `bench` counts the reference's (matmuls,
+    convolutions, attention) with torch's FlopCounterMode."""
     bytes_moved: Callable[[Shape, int], float] | None = None
-    """(shape, element size in bytes) -> the fewest bytes a launch must move through DRAM."""
+    """(shape, element size in bytes) -> the fewest bytes a launch must move through DRAM.
+    Without it, `bench` takes the tensor inputs plus the outputs of the reference."""
     jit: tuple[Any, ...] = ()
     """The @triton.jit / @triton.autotune objects kernel_fn launches (for IR, resources, sweep)."""
     nvtx: str = ""

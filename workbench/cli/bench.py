@@ -15,7 +15,7 @@ from pathlib import Path
 
 from workbench.bench import campaign
 from workbench.bench import report as benchreport
-from workbench.bench.result import BenchRecord
+from workbench.bench.result import BenchRecord, Ceilings
 from workbench.catalog.discovery import KernelEntry, discover
 from workbench.catalog.spec import DTYPES
 from workbench.cli.options import add_command_options
@@ -127,6 +127,10 @@ def _run_one(entry: KernelEntry, params: dict, args: argparse.Namespace) -> int:
         print(summary_table(records))
         if doc["ceilings"]:
             print("\n" + benchreport.ceilings_line(doc["ceilings"]))
+            ceil = Ceilings.from_dict(doc["ceilings"])
+            lines = [w for rec in records if (w := bench_view.work_line(rec, ceil))]
+            if lines:
+                print("work per call, each number with its source:\n  " + "\n  ".join(lines))
         for rec in records:
             if rec.status != "ok":
                 print(f"  {rec.where}: {rec.reason}", file=sys.stderr)

@@ -1,20 +1,27 @@
 """Where the kernel sits on the measured roofline, before any finding is weighed.
 
-From the bench (the byte and FLOP models against the measured copy bandwidth and matmul rate)
-when it timed the kernel, else from Nsight Compute's throughput of its longest launch. The
-placement caps what any performance fix can gain (its headroom) and, near the ceiling, says the
-occupancy rules do not apply. A memory-bound kernel far under copy bandwidth is itself a finding.
+From the bench when it timed the kernel: its arithmetic intensity (FLOPs per byte) against the
+ridge of the measured ceilings (the matmul rate of its dtype over the copy bandwidth) says the
+bound, and the time against that ceiling the fraction. The FLOPs and bytes are the spec's
+formulas when it has them, else what Nsight Compute counted on the case's launches, else the
+bench's own count (the reference's FLOPs, its inputs and outputs); each says its source. Without
+a bench timing, Nsight Compute's throughput of the longest launch places it. The placement caps
+what any performance fix can gain (its headroom) and, near the ceiling, says the occupancy rules
+do not apply. A memory-bound kernel far under copy bandwidth is itself a finding.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from workbench.bench.result import BenchRecord, BenchResult
+from workbench.bench import metrics
+from workbench.bench.metrics import INPUTS_OUTPUTS, NCU, SPEC, Work
+from workbench.bench.result import AS_GIVEN, BenchRecord, BenchResult
 from workbench.diagnosis.facts import Facts, LaunchFacts
 from workbench.diagnosis.finding import Finding
 from workbench.diagnosis.pitfalls import fix_text, limit
 from workbench.diagnosis.registry import detector
+from workbench.profilers.names import Config, range_name
 from workbench.runtime.records import fields_dict
 
 NEAR_PEAK = 0.75
@@ -27,6 +34,7 @@ COPY_OF_SPEC = 0.9
 to 90.4 % for torch.clone): ncu's DRAM throughput, a percentage of the spec, over this is the
 fraction of copy bandwidth that the bench's roofline uses."""
 LATENCY_BOUND = limit("low-occupancy", "latency_bound")
+NO_FLOPS = " (no FLOP count: placed by its bytes alone)"
 IDLE = limit("launch-bound", "idle")
 
 
@@ -82,7 +90,9 @@ class Placement:
                 if f.get("tflops")
                 else ""
             )
-            return ", ".join(x for x in (f.get("case"), rate) if x)
+            return "; ".join(
+                x for x in (", ".join(filter(None, (f.get("case"), rate))), _why(f)) if x
+            )
         units = (("DRAM", "dram_pct"), ("SM", "sm_pct"), ("memory", "memory_pct"))
         return ", ".join(f"{name} {f[key]:.0f}%" for name, key in units if f.get(key) is not None)
 
@@ -92,10 +102,10 @@ class Placement:
 
 
 def place(facts: Facts) -> Placement | None:
-    """The bench's placement when it timed the kernel with a byte or FLOP model, else ncu's."""
+    """The bench's placement when it timed the kernel with FLOPs or bytes, else ncu's."""
     placed = None
     if facts.bench is not None and (rec := record(facts.bench, facts.launch)) is not None:
-        placed = from_bench(rec, facts.bench)
+        placed = from_bench(rec, facts.bench, case_launches(facts.ncu, rec))
     if placed is None and facts.ncu and (k := hottest(facts.ncu)) is not None:
         placed = from_ncu(k)
     idle = facts.launch.idle_fraction if facts.launch is not None else None
@@ -113,19 +123,109 @@ def record(bench: BenchResult, launch: LaunchFacts | None = None) -> BenchRecord
     return timed[0] if timed else None
 
 
-def from_bench(rec: BenchRecord, bench: BenchResult) -> Placement | None:
-    if rec.roofline_ratio is None or rec.bound is None:
+def from_bench(
+    rec: BenchRecord, bench: BenchResult, launches: list[dict] | None = None
+) -> Placement | None:
+    """The bench's time against the ceiling the case's intensity puts it under; `launches`: the
+    case's own ncu launches (`case_launches`), whose counts replace the bench's own."""
+    used = work(rec, launches or [])
+    ceil = bench.ceilings
+    copy, rate = ceil.copy_gbps, ceil.matmul_rate(rec.compute_dtype)
+    floor, bound = metrics.floor_ms(used.bytes, used.flops, copy, rate)
+    if rec.ms is None or floor is None or bound is None:
         return None
+    gbps, tflops = metrics.rates(rec.ms, used.bytes, used.flops)
     figures = {
-        "case": f"{rec.dtype} {'x'.join(map(str, rec.shape))}",
+        "case": f"{rec.dtype} {'x'.join(map(str, rec.shape))}".rstrip(),
         "ms": rec.ms,
-        "gbps": rec.gbps,
-        "tflops": rec.tflops,
-        "copy_gbps": bench.ceilings.copy_gbps,
-        "matmul_tflops": bench.ceilings.matmul_rate(rec.dtype),
+        "gbps": gbps,
+        "tflops": tflops,
+        "copy_gbps": copy,
+        "matmul_tflops": rate,
+        "flops": used.flops,
+        "flops_source": used.flops_source,
+        "bytes": used.bytes,
+        "bytes_source": used.bytes_source,
+        "intensity": metrics.intensity(used.flops, used.bytes),
+        "ridge": metrics.ridge(copy, rate),
     }
-    ceiling = "copy bandwidth" if rec.bound == "memory" else "the measured matmul rate"
-    return Placement("bench", rec.bound, rec.roofline_ratio, ceiling, figures)
+    figures |= ncu_figures(launches or [])
+    ceiling = "copy bandwidth" if bound == "memory" else "the measured matmul rate"
+    return Placement("bench", bound, metrics.roofline_ratio(rec.ms, floor), ceiling, figures)
+
+
+def case_launches(ncu: dict | None, rec: BenchRecord) -> list[dict]:
+    """The launches ncu profiled in the record's case (the kernel's range at that shape and
+    dtype): one call, as the workbench profiles it."""
+    if not ncu or ncu.get("tool") != "ncu":
+        return []
+    case = Config(tuple(rec.shape), None if rec.dtype == AS_GIVEN else rec.dtype)
+    return [k for k in ncu.get("kernels", []) if k.get("range") == range_name(rec.name, case)]
+
+
+def ncu_counts(launches: list[dict]) -> tuple[float | None, float | None]:
+    """(FLOPs, DRAM bytes) ncu counted over the launches: tensor-path and FP-pipe operations,
+    bytes read and written; None where it collected no such counter."""
+
+    def total(*columns: str) -> float | None:
+        counted = [k[c] for k in launches for c in columns if k.get(c) is not None]
+        return float(sum(counted)) if counted else None
+
+    return total("tensor_flops", "fp_flops"), total("dram_bytes")
+
+
+def work(rec: BenchRecord, launches: list[dict]) -> Work:
+    """The FLOPs and bytes the placement uses: the spec's formula, else what ncu counted on the
+    case's launches, else the bench's own count. ncu's DRAM bytes replace the inputs and
+    outputs only when more: writes still in L2 when the kernel ends never reach its count."""
+    flops, nbytes = ncu_counts(launches)
+    use_flops = rec.flops_source != SPEC and bool(flops)
+    use_bytes = rec.bytes_source != SPEC and nbytes is not None
+    if use_bytes and rec.bytes_source == INPUTS_OUTPUTS and rec.bytes is not None:
+        use_bytes = nbytes > rec.bytes
+    return Work(
+        flops if use_flops else rec.flops,
+        NCU if use_flops else rec.flops_source,
+        nbytes if use_bytes else rec.bytes,
+        NCU if use_bytes else rec.bytes_source,
+    )
+
+
+def ncu_figures(launches: list[dict]) -> dict:
+    """What ncu counted on the case, beside what the placement used: its FLOP rate over the
+    launches' own durations is the one to hold the bench's against."""
+    flops, nbytes = ncu_counts(launches)
+    ns = sum(k.get("duration_ns") or 0.0 for k in launches)
+    out: dict = {}
+    if flops:
+        out |= {"ncu_flops": flops, "ncu_tflops": flops / ns / 1e3 if ns else None}
+    if nbytes is not None:
+        out["ncu_dram_bytes"] = nbytes
+    return out
+
+
+def _why(f: dict) -> str:
+    """ "1,365 FLOP/B over the ridge of 258; FLOPs: flop-counter, bytes: inputs+outputs"."""
+    ai, ridge = f.get("intensity"), f.get("ridge")
+    if f.get("flops") is None:
+        head = "no FLOP count"
+    elif not f["flops"]:
+        head = "no FLOPs counted"
+    elif ai is None:
+        head = ""
+    else:
+        side = "over" if ai > ridge else "under"
+        head = f"{_num(ai)} FLOP/B {side} the ridge of {_num(ridge)}"
+    sources = ", ".join(
+        f"{what}: {f[key]}"
+        for what, key in (("FLOPs", "flops_source"), ("bytes", "bytes_source"))
+        if f.get(key)
+    )
+    return "; ".join(x for x in (head, sources) if x)
+
+
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if x >= 10 else f"{x:.2g}"
 
 
 def hottest(summary: dict) -> dict | None:
@@ -157,11 +257,12 @@ def far_from_peak(facts: Facts) -> list[Finding]:
         return []
     evidence = {"source": placed.source, "ratio": round(placed.ratio, 3), **placed.figures}
     evidence |= {"threshold": threshold, "measured": placed.detail}
+    unflopped = placed.source == "bench" and placed.figures.get("flops") is None
     return [
         Finding(
             id="memory-far-from-peak",
             title=f"memory-bound {placed.short}: the bytes move at {placed.ratio:.0%} of what a "
-            "copy reaches",
+            "copy reaches" + (NO_FLOPS if unflopped else ""),
             severity="high" if placed.ratio < threshold / 2 else "medium",
             evidence=evidence,
             fix=fix_text("memory-far-from-peak", evidence),

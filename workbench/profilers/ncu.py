@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from workbench.profilers.launch import PLACEHOLDER
 from workbench.profilers.names import kernel_regex, nvtx_include
+from workbench.profilers.summary import WORK_METRICS
 from workbench.profilers.toolerrors import Filters
 from workbench.runtime.errors import fail
 
@@ -37,6 +38,9 @@ BANK_METRICS = (
     "smsp__sass_inst_executed_op_shared_st.sum",
 )
 
+WORK = tuple(name for terms in WORK_METRICS.values() for name, _ in terms)
+"""DRAM bytes and tensor/FP operation counts: the work each launch did (`summary`)."""
+
 
 @dataclass(frozen=True)
 class Preset:
@@ -51,7 +55,7 @@ PRESETS = {
     "quick": Preset(
         "quick",
         ("LaunchStats", "Occupancy", "SpeedOfLight", "SourceCounters"),
-        metrics=SPILL_METRICS + BANK_METRICS,
+        metrics=SPILL_METRICS + BANK_METRICS + WORK,
         description="launch, occupancy, speed of light, per-line counters, spills, bank conflicts",
     ),
     "memory": Preset(
@@ -66,11 +70,14 @@ PRESETS = {
             "WarpStateStats",
             "SourceCounters",
         ),
-        metrics=SPILL_METRICS + BANK_METRICS,
+        metrics=SPILL_METRICS + BANK_METRICS + WORK,
         description="quick + memory tables, scheduler and warp-state statistics",
     ),
     "full": Preset(
-        "full", set_name="full", metrics=SPILL_METRICS + BANK_METRICS, description="--set full"
+        "full",
+        set_name="full",
+        metrics=SPILL_METRICS + BANK_METRICS + WORK,
+        description="--set full",
     ),
 }
 

@@ -39,6 +39,22 @@ KEY_METRICS: dict[str, tuple[str, ...]] = {
     "smem_wavefronts_ld": ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",),
     "smem_wavefronts_st": ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",),
 }
+WORK_METRICS: dict[str, tuple[tuple[str, int], ...]] = {
+    "dram_bytes": (("dram__bytes_read.sum", 1), ("dram__bytes_write.sum", 1)),
+    # Tensor-path "ops" are FLOPs: 2 per multiply-add (a 1024^3 bf16 matmul counts 2 * 1024^3).
+    "tensor_flops": tuple(
+        (f"sm__ops_path_tensor_src_{path}.sum", 1)
+        for path in ("bf16_dst_fp32", "fp16_dst_fp16", "fp16_dst_fp32", "tf32_dst_fp32", "fp64")
+    ),
+    # Thread instructions on the FP pipes, weighted as ncu's own roofline charts weigh them.
+    "fp_flops": tuple(
+        (f"smsp__sass_thread_inst_executed_op_{p}{op}_pred_on.sum", weight * (2 if p == "h" else 1))
+        for p in "fhd"
+        for op, weight in (("add", 1), ("mul", 1), ("fma", 2))
+    ),
+}
+"""column -> (metric, weight): the work a launch did, a weighted sum over the metrics ncu
+collected (None when it collected none of them); the placement on the roofline reads these."""
 LIMITS = {
     "registers": "launch__occupancy_limit_registers",
     "shared memory": "launch__occupancy_limit_shared_mem",
@@ -65,6 +81,9 @@ def kernel_table(metrics: pd.DataFrame, launches: list[dict]) -> pd.DataFrame:
         row: dict[str, Any] = {k: info[k] for k in ("launch", "range", "kernel", "config")}
         for column, names in KEY_METRICS.items():
             row[column] = next((values[n] for n in names if n in values), None)
+        for column, terms in WORK_METRICS.items():
+            counted = [values[n] * weight for n, weight in terms if n in values]
+            row[column] = sum(counted) if counted else None
         limits = {label: values[m] for label, m in LIMITS.items() if m in values}
         row["occupancy_limits"] = limits or None
         if limits:

@@ -39,7 +39,7 @@ def roofline(records: list[BenchRecord], ceil: Ceilings, title: str, path: Path)
     fig, ax = plt.subplots(figsize=(7, 4.2))
     intensity = [r.flops / r.bytes for r in placed]
     # the roofs of the dtypes shown (float32 runs on TF32 units), highest first
-    rates = {d: ceil.matmul_rate(d) for d in sorted({r.dtype for r in placed})}
+    rates = {d: ceil.matmul_rate(d) for d in sorted({r.compute_dtype or r.dtype for r in placed})}
     rates = dict(sorted(rates.items(), key=lambda kv: -kv[1]))
     top = max([*rates.values(), *(r.tflops or 0.0 for r in placed)])
     ridges = [rate * 1000 / ceil.copy_gbps for rate in rates.values()]

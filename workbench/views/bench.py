@@ -3,8 +3,9 @@ roofline fraction and the speedups, for the TUI's Bench tab (pure: no UI imports
 
 from __future__ import annotations
 
+from workbench.bench import metrics
 from workbench.bench.report import num, ratio
-from workbench.bench.result import BenchRecord
+from workbench.bench.result import BenchRecord, Ceilings
 from workbench.runtime.grammar import shape_text
 
 HEADERS = (
@@ -37,6 +38,32 @@ def row(r: BenchRecord) -> tuple[str, ...]:
         ratio(r.speedup_vs_torch),
         compiled if isinstance(compiled, str) else ratio(compiled),
     )
+
+
+def work_line(r: BenchRecord, ceil: Ceilings) -> str | None:
+    """A timed case's FLOPs and bytes, each with its source, and its intensity against the
+    ridge of the measured ceilings: which side of the roofline it is timed against."""
+    if r.ms is None or (r.flops is None and r.bytes is None):
+        return None
+    rate = ceil.matmul_rate(r.compute_dtype)
+    ridge = metrics.ridge(ceil.copy_gbps, rate)
+    parts = [
+        f"{num(r.flops / 1e9)} GFLOP ({r.flops_source or 'as recorded'})"
+        if r.flops is not None
+        else "no FLOP count",
+        f"{num(r.bytes / 1e6)} MB ({r.bytes_source or 'as recorded'})"
+        if r.bytes is not None
+        else "no byte count",
+    ]
+    ai = metrics.intensity(r.flops, r.bytes)
+    side = (
+        f"{num(ai)} FLOP/B {'over' if ai > ridge else 'under'} the ridge of {num(ridge)}"
+        if ai is not None
+        else f"ridge {num(ridge)} FLOP/B"
+    )
+    ceilings = f"{num(rate)} TFLOP/s / {num(ceil.copy_gbps)} GB/s"
+    bound = f": {r.bound}-bound" if r.bound else ""
+    return f"{shape_text(r.shape)} {r.dtype}: {', '.join(parts)}; {side} ({ceilings}){bound}"
 
 
 LAUNCH_HEADERS = (
