@@ -1,0 +1,108 @@
+"""Memory accesses a kernel must not make, as the check records them (pure: no torch).
+
+Three watchers fill `CaseResult.accesses` with one record (a dict) per kind, tensor and line:
+guard regions (`check.guards`: a margin byte changed is a write out of bounds, an output holding
+a margin's payload a read out of bounds), the interpreter's bounds (`check.bounds`: every masked
+offset against the launch's tensors, loads of never-written memory) and compute-sanitizer
+(`profilers.sanitizer`). Their keys:
+
+- kind: "write", "read" (out of bounds), "uninitialised-read", "race", "sync" or "misaligned"
+- source: "guards", "interpreter" or "sanitizer" (with "tool": memcheck, racecheck, ...)
+- tensor: its argument or allocation name; side: "before" or "after" its extent
+- count: elements (or hazards) seen; farthest: elements past the end (or before the start);
+  offset, extent: the farthest element's index and the tensor's extent, in elements
+- kernel, file, line: where, when known; lines: the candidates when several accesses could be
+- detail: the tool's own words, for the sanitizer
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+KINDS = {
+    "write": "written out of bounds",
+    "read": "read out of bounds",
+    "uninitialised-read": "read before anything was written there",
+    "race": "shared-memory race",
+    "sync": "barrier misuse",
+    "misaligned": "misaligned access",
+}
+WRITES = "writes out of bounds"
+READS = "reads out of bounds"
+UNINITIALISED = "reads uninitialised memory"
+RACES = "races on shared memory"
+VERDICTS = {"write": WRITES, "read": READS, "uninitialised-read": UNINITIALISED, "race": RACES}
+"""The check's verdict when a case saw an access of the kind, most severe first."""
+FIXES = {
+    WRITES: "mask every tl.store with the output's own bounds (offs < n_out, not the input's "
+    "size), with < and not <=, and size the grid with triton.cdiv",
+    READS: "mask every tl.load with the bounds of the tensor it reads (offs + k < n for a "
+    "shifted read), with < and not <=, and give other= for the lanes masked off",
+    UNINITIALISED: "initialise what the kernel reads before it writes: torch.zeros instead of "
+    "torch.empty for an accumulator, or store before loading",
+    RACES: "order the shared-memory accesses of different threads with a barrier "
+    "(tl.debug_barrier() between the write and the read), or keep the exchange in Triton ops",
+}
+KEY = ("kind", "tensor", "side", "kernel", "file", "line")
+
+
+def record(kind: str, source: str, tensor: str, count: int, **more: object) -> dict:
+    return {"kind": kind, "source": source, "tensor": tensor, "count": count, **more}
+
+
+def merge(records: Iterable[dict]) -> list[dict]:
+    """One record per kind, tensor, side and line. Several watchers seeing one access make one
+    record naming them all ("guards, interpreter") with the larger count; several accesses seen
+    by one watcher add up. The farthest element is kept."""
+    out: dict[tuple, dict] = {}
+    for r in records:
+        key = tuple(r.get(k) for k in KEY)
+        if key not in out:
+            out[key] = dict(r)
+            continue
+        kept = out[key]
+        sources = str(kept["source"]).split(", ")
+        if r["source"] in sources:
+            kept["count"] = kept.get("count", 0) + r.get("count", 0)
+        else:
+            kept["source"] = ", ".join([*sources, r["source"]])
+            kept["count"] = max(kept.get("count", 0), r.get("count", 0))
+        if (r.get("farthest") or 0) > (kept.get("farthest") or 0):
+            kept.update(farthest=r["farthest"], offset=r.get("offset"))
+        for k, v in r.items():
+            kept.setdefault(k, v)
+    return list(out.values())
+
+
+def where(r: dict) -> str:
+    if r.get("file") and r.get("line"):
+        return f"{Path(str(r['file'])).name}:{r['line']}"
+    if r.get("lines"):
+        return f"one of lines {', '.join(map(str, r['lines']))}"
+    return ""
+
+
+def describe(r: dict) -> str:
+    """'1 element of y written past its end (offset 1000 of 1000) at k.py:31'."""
+    kind, n = r["kind"], int(r.get("count") or 0)
+    if kind in ("write", "read"):
+        end = "before its start" if r.get("side") == "before" else "past its end"
+        what = f"{n:,} element{'s' * (n != 1)} of {r['tensor']} {KINDS[kind].split()[0]} {end}"
+        if r.get("offset") is not None and r.get("extent") is not None:
+            what += f" (offset {r['offset']} of {r['extent']})"
+        elif r.get("farthest"):
+            what += f" (up to {r['farthest']} element{'s' * (r['farthest'] != 1)} away)"
+    elif kind == "uninitialised-read":
+        what = f"{n:,} element{'s' * (n != 1)} of {r['tensor']} read before anything wrote them"
+    else:
+        what = f"{KINDS.get(kind, kind)}" + (f" on {r['tensor']}" if r.get("tensor") else "")
+        what += f" ({n:,} hazard{'s' * (n != 1)})" if n else ""
+    at = where(r)
+    return what + (f" at {at}" if at else "") + (f" [{r['via']}]" if r.get("via") else "")
+
+
+def verdict(accesses: Sequence[dict]) -> str | None:
+    """The verdict the worst access gives a case (None when there is none)."""
+    kinds = {r["kind"] for r in accesses}
+    return next((VERDICTS[k] for k in VERDICTS if k in kinds), None)
