@@ -83,7 +83,7 @@ def where(r: dict) -> str:
     return ""
 
 
-def describe(r: dict) -> str:
+def describe(r: dict, via: bool = True) -> str:
     """'1 element of y written past its end (offset 1000 of 1000) at k.py:31'."""
     kind, n = r["kind"], int(r.get("count") or 0)
     if kind in ("write", "read"):
@@ -99,10 +99,25 @@ def describe(r: dict) -> str:
         what = f"{KINDS.get(kind, kind)}" + (f" on {r['tensor']}" if r.get("tensor") else "")
         what += f" ({n:,} hazard{'s' * (n != 1)})" if n else ""
     at = where(r)
-    return what + (f" at {at}" if at else "") + (f" [{r['via']}]" if r.get("via") else "")
+    said = what + (f" at {at}" if at else "")
+    return said + (f" [{r['via']}]" if via and r.get("via") else "")
 
 
 def verdict(accesses: Sequence[dict]) -> str | None:
     """The verdict the worst access gives a case (None when there is none)."""
     kinds = {r["kind"] for r in accesses}
     return next((VERDICTS[k] for k in VERDICTS if k in kinds), None)
+
+
+def across(records: Iterable[dict], shown: int = 6) -> list[str]:
+    """One line per kind, tensor, side and line over every case's records (the case with the
+    most elements described), saying in how many cases it was seen."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in records:
+        groups.setdefault(tuple(r.get(k) for k in KEY), []).append(r)
+    lines = []
+    for found in groups.values():
+        lead = max(found, key=lambda r: r.get("count") or 0)
+        times = f" (in {len(found)} cases)" if len(found) > 1 else ""
+        lines.append(describe(lead, via=False) + times)
+    return lines[:shown]

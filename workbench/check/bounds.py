@@ -66,6 +66,7 @@ class _Watch:
         self.found: list[dict] = []
         self.extents: list[_Extent] = []
         self.kernel = ""
+        self.unread: dict[tuple, set[int]] = {}
 
     def launch(self, fn: Any, names: list[str], args: list, kwargs: dict) -> None:
         self.kernel = getattr(fn, "__name__", "")
@@ -165,20 +166,21 @@ class _Watch:
         addrs = np.asarray(ptrs.data).astype(np.int64)[hit]
         file, line = _kernel_line()
         for e in self.extents:
-            n = int(((addrs >= e.start) & (addrs < e.end)).sum())
-            if n:
-                self.found.append(
-                    access.record(
-                        "uninitialised-read",
-                        "interpreter",
-                        e.label,
-                        n,
-                        extent=e.elements,
-                        kernel=self.kernel,
-                        file=file,
-                        line=line,
-                    )
-                )
+            mine = addrs[(addrs >= e.start) & (addrs < e.end)]
+            if mine.size:
+                key = (e.label, e.elements, self.kernel, file, line)
+                self.unread.setdefault(key, set()).update(mine.tolist())
+
+    def uninitialised(self) -> list[dict]:
+        """One record per tensor and line, counting distinct elements (a second launch that
+        reads the poison the first carried through counts once)."""
+        return [
+            access.record(
+                "uninitialised-read", "interpreter", label, len(seen), extent=elements,
+                kernel=kernel, file=file, line=line,
+            )  # fmt: skip
+            for (label, elements, kernel, file, line), seen in self.unread.items()
+        ]
 
 
 _ACTIVE: list[_Watch] = []
@@ -249,7 +251,7 @@ def watching(namer: Namer) -> Iterator[list[dict]]:
         yield watch.found
     finally:
         _ACTIVE.remove(watch)
-        watch.found[:] = access.merge(watch.found)
+        watch.found[:] = access.merge([*watch.found, *watch.uninitialised()])
 
 
 def _element_bytes(ptrs: Any) -> int:
