@@ -84,8 +84,8 @@ _SAME = {
     "bytes_moved": lambda s, esize: 2.0 * math.prod(s) * esize,
 }
 
-RACE = KernelSpec(
-    name="pitfall_race", kernel_fn=reverse_racy, jit=(_reverse_racy_kernel,), **_SAME
-)
+RACE = KernelSpec(name="pitfall_race", kernel_fn=reverse_racy, jit=(_reverse_racy_kernel,), **_SAME)
 
-RACE_FIXED = KernelSpec(name="pitfall_race_fixed", kernel_fn=reverse, jit=(_reverse_kernel,), **_SAME)
+RACE_FIXED = KernelSpec(
+    name="pitfall_race_fixed", kernel_fn=reverse, jit=(_reverse_kernel,), **_SAME
+)

@@ -74,4 +74,6 @@ UNINIT = KernelSpec(
     name="pitfall_uninit", kernel_fn=combine_into_empty, jit=(_axpy_kernel,), **_SAME
 )
 
-UNINIT_FIXED = KernelSpec(name="pitfall_uninit_fixed", kernel_fn=combine, jit=(_axpy_kernel,), **_SAME)
+UNINIT_FIXED = KernelSpec(
+    name="pitfall_uninit_fixed", kernel_fn=combine, jit=(_axpy_kernel,), **_SAME
+)

@@ -6,7 +6,8 @@ a margin's payload a read out of bounds), the interpreter's bounds (`check.bound
 offset against the launch's tensors, loads of never-written memory) and compute-sanitizer
 (`profilers.sanitizer`). Their keys:
 
-- kind: "write", "read" (out of bounds), "uninitialised-read", "race", "sync" or "misaligned"
+- kind: "write", "read" (out of bounds or misaligned: "misaligned"), "uninitialised-read",
+  "race" (shared memory) or "sync" (a barrier misused)
 - source: "guards", "interpreter" or "sanitizer" (with "tool": memcheck, racecheck, ...)
 - tensor: its argument or allocation name; side: "before" or "after" its extent
 - count: elements (or hazards) seen; farthest: elements past the end (or before the start);
@@ -26,7 +27,6 @@ KINDS = {
     "uninitialised-read": "read before anything was written there",
     "race": "shared-memory race",
     "sync": "barrier misuse",
-    "misaligned": "misaligned access",
 }
 WRITES = "writes out of bounds"
 READS = "reads out of bounds"
@@ -95,9 +95,10 @@ def describe(r: dict, via: bool = True) -> str:
             what += f" (up to {r['farthest']} element{'s' * (r['farthest'] != 1)} away)"
     elif kind == "uninitialised-read":
         what = f"{n:,} element{'s' * (n != 1)} of {r['tensor']} read before anything wrote them"
+    elif kind == "race":
+        what = f"shared-memory race ({n:,} hazard{'s' * (n != 1)})"
     else:
-        what = f"{KINDS.get(kind, kind)}" + (f" on {r['tensor']}" if r.get("tensor") else "")
-        what += f" ({n:,} hazard{'s' * (n != 1)})" if n else ""
+        what = KINDS.get(kind, kind) + (f": {r['what']}" if r.get("what") else "")
     at = where(r)
     said = what + (f" at {at}" if at else "")
     return said + (f" [{r['via']}]" if via and r.get("via") else "")

@@ -176,8 +176,14 @@ class _Watch:
         reads the poison the first carried through counts once)."""
         return [
             access.record(
-                "uninitialised-read", "interpreter", label, len(seen), extent=elements,
-                kernel=kernel, file=file, line=line,
+                "uninitialised-read",
+                "interpreter",
+                label,
+                len(seen),
+                extent=elements,
+                kernel=kernel,
+                file=file,
+                line=line,
             )  # fmt: skip
             for (label, elements, kernel, file, line), seen in self.unread.items()
         ]

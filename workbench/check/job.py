@@ -174,10 +174,11 @@ def _compare_case(
     how: Guarding,
 ) -> None:
     tdtype = tensors.torch_dtype(dtype) if dtype else None
+    # the most of them alive at once: originals, strided copies twice as wide, guarded copies
+    copies = (1 + how.guards) * (2 if layout == "strided" else 1) + (layout == "strided")
     what = tensors.inputs_text(shape, dtype)
-    made = tensors.make_inputs(
-        lambda dev: tuple(spec.make_inputs(shape, tdtype, dev)), what, device, 2 if how.guards else 1
-    )
+    make = lambda dev: tuple(spec.make_inputs(shape, tdtype, dev))  # noqa: E731
+    made = tensors.make_inputs(make, what, device, copies)
     if layout == "strided":
         made = tensors.noncontig_args(made)
     watch = guards.Watch(spec.kernel_fn, made, how.interpreter, how.guards)

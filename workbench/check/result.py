@@ -80,7 +80,9 @@ class CheckReport:
         by["nondeterministic"] = verdict.nondeterministic(self.cases)
         by["stochastic"] = any(c.stochastic for c in self.cases)
         by["error_trend"] = verdict.error_trend(self.cases)
-        found = [r for c in self.cases for r in c.accesses] + list(self.sanitizer.get("accesses", []))
+        found = [r for c in self.cases for r in c.accesses] + list(
+            self.sanitizer.get("accesses", [])
+        )
         by["accesses"] = len(found)
         by["verdict"] = access.verdict(found) or verdict.verdict(self.cases, by)
         by["fix"] = access.FIXES.get(by["verdict"]) or verdict.FIXES.get(by["verdict"], "")

@@ -21,7 +21,7 @@ from workbench.ir.linemap import StageMap
 _NAME = r"%[\w.#$-]+"
 _DEF = re.compile(rf"^\s*({_NAME})\s*=\s*([\w.]+)\s*(.*)$")
 _CMP = re.compile(rf"arith\.cmpi\s+(sle|ule|sge|uge)\s*,\s*({_NAME})\s*,\s*({_NAME})")
-_ACCESS = re.compile(rf"\btt\.(load|store)\s+(?P<ops>[^:]*):")
+_ACCESS = re.compile(r"\btt\.(load|store)\s+(?P<ops>[^:]*):")
 _ARGS = re.compile(rf"({_NAME})\s*:\s*i(?:32|64)\b")
 _THROUGH = {"tt.splat", "tt.broadcast", "arith.extsi", "arith.extui", "arith.trunci"}
 _THROUGH |= {"tt.expand_dims", "tt.reshape", "arith.index_cast"}

@@ -32,8 +32,11 @@ inside the spread of repeated timings (p20-p80) and of run-to-run clock variatio
 CAUSES = (
     ("ncu-rule", None, True),
     ("low-occupancy", "register-spill", False),
-    *((symptom, access, False) for access in ("out-of-bounds-read", "out-of-bounds-write")
-      for symptom in ("off-by-one-mask", "no-boundary-mask")),  # fmt: skip
+    *(
+        (symptom, access, False)
+        for access in ("out-of-bounds-read", "out-of-bounds-write")
+        for symptom in ("off-by-one-mask", "no-boundary-mask")
+    ),  # fmt: skip
     ("nan-inf", "out-of-bounds-read", False),
     ("nan-inf", "uninitialised-read", False),
 )

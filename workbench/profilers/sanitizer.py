@@ -177,9 +177,11 @@ _ADDRESS = re.compile(r"Address (?P<addr>0x[0-9a-fA-F]+)(?: is (?P<what>[\w -]+)
 _THREAD = re.compile(r"by thread \((?P<t>[\d, ]+)\) in block \((?P<b>[\d, ]+)\)")
 _RACE = re.compile(r"Race reported between")
 _HAZARD = re.compile(r"Potential (?P<type>RAW|WAR|WAW) hazard detected")
-_ACCESS = re.compile(rf"(?P<op>Write|Read) (?:access|Thread \([\d, ]+\)) at\s+(?:{_LOC}|{_OLD_LOC})")
+_ACCESS = re.compile(
+    rf"(?P<op>Write|Read) (?:access|Thread \([\d, ]+\)) at\s+(?:{_LOC}|{_OLD_LOC})"
+)
 _HAZARDS = re.compile(r"\[(?P<n>[\d,]+) hazards?\]")
-_BARRIER = re.compile(r"Barrier error detected\.?\s*(?P<what>[^.=]*)")
+_BARRIER = re.compile(r"Barrier error detected\.?\s*(?P<what>.*)")
 _SUMMARY = re.compile(r"ERROR SUMMARY: (?P<n>[\d,]+) errors?")
 _RACE_SUMMARY = re.compile(r"RACECHECK SUMMARY: (?P<n>[\d,]+) hazards? displayed")
 SHOWN = 10
@@ -220,7 +222,7 @@ def parse(text: str, tool: str, files: list[str] | None = None) -> dict:
         if m := _RACE_SUMMARY.search(joined):
             hazards = _int(m.group("n"))
             continue
-        r = _record(joined, tool, by_name)
+        r = _record(block[0], joined, tool, by_name)
         if r is not None:
             records.append(r)
         elif not joined.startswith(("COMPUTE-SANITIZER", "Saved host backtrace", "Program hit")):
@@ -233,8 +235,8 @@ def parse(text: str, tool: str, files: list[str] | None = None) -> dict:
     return report
 
 
-def _record(text: str, tool: str, by_name: dict[str, str]) -> dict | None:
-    first = text[:160]
+def _record(first: str, text: str, tool: str, by_name: dict[str, str]) -> dict | None:
+    """The access record of one message (`first` its opening line, `text` all of it)."""
     if m := _INVALID.search(first):
         kind = "read" if m.group("op") == "read" else "write"
         return _located(kind, text, tool, by_name, int(m.group("size")), m.group("space"))
@@ -255,7 +257,7 @@ def _record(text: str, tool: str, by_name: dict[str, str]) -> dict | None:
             detail=(kind.group("type") + " hazard: " if kind else "") + _sites(sites),
         )  # fmt: skip
     if m := _BARRIER.search(first):
-        return _located("sync", text, tool, by_name, 0, None, m.group("what").strip())
+        return _located("sync", text, tool, by_name, 0, "barrier", m.group("what").strip())
     return None
 
 
@@ -273,7 +275,9 @@ def _located(
         return None
     file, line, fn = _where(at, by_name)
     extra: dict = {"kernel": fn, "file": file, "line": line, "tool": tool}
-    tensor = f"{space} memory" if space and space != "__global__" else "an allocation"
+    tensor = {"barrier": "a barrier", "__global__": "an allocation", None: "an allocation"}.get(
+        space, f"{space} memory"
+    )
     if m := _NEAREST.search(text):
         alloc, distance = _int(m.group("alloc")), _int(m.group("bytes"))
         tensor = f"the allocation of {alloc:,} bytes"
@@ -283,7 +287,9 @@ def _located(
         extra["misaligned"] = True
     if t := _THREAD.search(text):
         extra["thread"] = f"thread ({t.group('t')}) in block ({t.group('b')})"
-    extra["detail"] = text[:240] + (f" ({what})" if what else "")
+    extra["detail"] = text[:240]
+    if what:
+        extra["what"] = what
     return access.record(kind, "sanitizer", tensor, 1, **extra)
 
 
@@ -291,9 +297,11 @@ def _where(m: re.Match, by_name: dict[str, str]) -> tuple[str | None, int | None
     """(file, line, kernel) of a location match, either form; a bare file name that is one of
     the kernel's files resolves to its path."""
     g = m.groupdict()
-    file, line, fn = g.get("file") or g.get("ofile"), g.get("line") or g.get("oline"), g.get(
-        "fn"
-    ) or g.get("ofn")
+    file, line, fn = (
+        g.get("file") or g.get("ofile"),
+        g.get("line") or g.get("oline"),
+        g.get("fn") or g.get("ofn"),
+    )
     if file and not os.path.isabs(file):
         file = by_name.get(Path(file).name, file)
     return file, int(line) if line else None, (fn or "").strip() or None

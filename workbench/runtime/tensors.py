@@ -322,6 +322,16 @@ def measured_on_meta(make: Callable[[str], Any]) -> int | None:
         return None
 
 
+def sizes_on_meta(make: Callable[[str], Any], device: str) -> Any:
+    """What `make(device)` returns, made on the meta device when it can be (shapes without
+    memory), else on `device`."""
+    try:
+        with torch.random.fork_rng(devices=[]), torch.device("meta"):
+            return make("meta")
+    except Exception:  # noqa: BLE001 - NumPy inputs and the like: the real device it is
+        return make(device)
+
+
 def available_bytes(device: str) -> tuple[int, str] | None:
     """(bytes, what they are) the inputs can take: free GPU memory (the caching allocator's
     unused reserve included), or in interpreter mode the host's MemAvailable."""
