@@ -53,8 +53,7 @@ def reports() -> dict[str, CheckReport]:
     names = sorted(PLANTED) + [f"{n}_fixed" for n in sorted(PLANTED)]
     todo = [(PITFALLS, n, {"dtypes": ["float32"]}) for n in names]
     return {
-        n: CheckReport.from_dict(d)
-        for n, d in interpreter_checks(todo[0::2], todo[1::2]).items()
+        n: CheckReport.from_dict(d) for n, d in interpreter_checks(todo[0::2], todo[1::2]).items()
     }
 
 
