@@ -12,10 +12,9 @@ import inspect
 
 import triton
 import triton.language as tl
+from conftest import FIXTURES
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-
-from conftest import FIXTURES
 
 from workbench.diagnosis.masks import off_by_one
 from workbench.ir import pointers

@@ -1,19 +1,19 @@
 """Memory accesses a kernel must not make, as the check records them (pure: no torch).
 
-Three watchers fill `CaseResult.accesses` with one record (a dict) per kind, tensor and line:
-guard regions (`check.guards`: a margin byte changed is a write out of bounds, an output holding
-a margin's payload a read out of bounds), the interpreter's bounds (`check.bounds`: every masked
-offset against the launch's tensors, loads of never-written memory) and compute-sanitizer
-(`profilers.sanitizer`). Their keys:
+Three watchers make one record (a dict) per kind, tensor and line: guard regions
+(`check.guards`: a margin byte changed is a write out of bounds, an output holding a margin's
+payload a read out of bounds) and the interpreter's bounds (`check.bounds`: every masked offset
+against the launch's tensors, loads of never-written memory), in `CaseResult.accesses`; and
+compute-sanitizer (`profilers.sanitizer`), in `CheckReport.sanitizer["accesses"]`. Their keys:
 
-- kind: "write", "read" (out of bounds or misaligned: "misaligned"), "uninitialised-read",
-  "race" (shared memory) or "sync" (a barrier misused)
+- kind: "write" or "read" (out of bounds; "misaligned": true when the address was),
+  "uninitialised-read", "race" (shared memory) or "sync" (a barrier misused)
 - source: "guards", "interpreter" or "sanitizer" (with "tool": memcheck, racecheck, ...)
 - tensor: its argument or allocation name; side: "before" or "after" its extent
 - count: elements (or hazards) seen; farthest: elements past the end (or before the start);
   offset, extent: the farthest element's index and the tensor's extent, in elements
 - kernel, file, line: where, when known; lines: the candidates when several accesses could be
-- detail: the tool's own words, for the sanitizer
+- via: how a guard payload was seen; detail, what, thread: the sanitizer's own words
 """
 
 from __future__ import annotations

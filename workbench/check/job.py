@@ -1,12 +1,15 @@
 """Correctness check of a kernel against its PyTorch reference (runs in the job's child process).
 
-Each case draws fresh random inputs, poisons every fresh allocation with one NaN and the gaps of
-strided input copies with another, so unwritten outputs and out-of-view reads show apart, runs
-kernel and reference, and compares them (`check.compare`). A three-name module, whose
-get_inputs() gives one shape, is also checked at irregular shapes cut from those inputs (the
-"derived" set, last); a kernel that raises there hard-codes its sizes, and the case is skipped
-with that reason. The facts recorded per case and for the whole check (`check.verdict`) feed the
-diagnosis.
+Each case draws fresh random inputs (refused first when they would not fit the memory they go
+to), poisons every fresh allocation with one NaN and the gaps of strided input copies with
+another, so unwritten outputs and out-of-view reads show apart, runs kernel and reference, and
+compares them (`check.compare`). Every tensor the kernel is handed sits between guard regions,
+and in the interpreter every access is checked as it happens (`check.guards`): a write or read
+out of bounds, or a read of memory nothing wrote, fails the case at its line. A three-name
+module, whose get_inputs() gives one shape, is also checked at irregular shapes cut from those
+inputs (the "derived" set, last); a kernel that raises there hard-codes its sizes, and the case
+is skipped with that reason. The facts recorded per case and for the whole check
+(`check.verdict`) feed the diagnosis.
 """
 
 from __future__ import annotations
