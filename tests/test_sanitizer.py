@@ -104,8 +104,9 @@ def test_the_command_wraps_the_worker_with_the_caching_allocator_off():
         "kns=_b",
     ]
     assert "--padding" in cmd
-    race = sanitizer.command("cs", "racecheck", [])
-    assert "--racecheck-report" in race and "--padding" not in race
+    race = sanitizer.command("cs", "racecheck", ["_k"])
+    assert "--racecheck-report" in race and "--padding" not in race and "kns=_k" in race
+    assert "--kernel-name" not in sanitizer.command("cs", "initcheck", ["_k"])
     with pytest.raises(WorkbenchError, match="no tool 'leakcheck'"):
         sanitizer.command("cs", "leakcheck", [])
 

@@ -5,7 +5,8 @@ its text report into the check's access records at the kernel's Python lines.
 tool with PyTorch's caching allocator off (PYTORCH_NO_CUDA_MEMORY_CACHING=1: each tensor its own
 cudaMalloc, so an access past a tensor's end is past an allocation's end), on the check's
 smallest cases (the tools run kernels 10-100x slower) and only on the spec's Triton kernels
-(`--kernel-name kns=NAME`). The check itself runs without guard regions there (memcheck must
+(`--kernel-name kns=NAME`; all of them for initcheck, which must see PyTorch's kernels write the
+inputs to know them initialised). The check itself runs without guard regions there (memcheck must
 see the real ends) and, for initcheck, without poisoning fresh outputs. Triton compiles with
 line info, so each report names the kernel's file and line:
 
@@ -108,7 +109,7 @@ def command(path: str, tool: str, kernels: list[str]) -> list[str]:
     cmd = ["env", "PYTORCH_NO_CUDA_MEMORY_CACHING=1", path, "--tool", tool]
     cmd += ["--log-file", f"{PLACEHOLDER}/{LOG}", "--print-limit", str(PRINT_LIMIT)]
     cmd += ["--show-backtrace", "no", "--report-api-errors", "no", "--target-processes", "all"]
-    for name in kernels:
+    for name in kernels if tool != "initcheck" else ():  # it must see every kernel's writes
         cmd += ["--kernel-name", f"kns={name}"]
     if tool == "memcheck":
         cmd += ["--padding", str(PADDING)]
