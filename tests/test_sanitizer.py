@@ -152,3 +152,33 @@ def test_check_sanitize_on_a_host_without_a_gpu_is_refused_before_any_job(tmp_pa
     assert proc.returncode == 2
     assert "needs a CUDA GPU" in proc.stderr and "remedy:" in proc.stderr
     assert not (tmp_path / "runs").exists() or not os.listdir(tmp_path / "runs")
+
+
+PLANTED = {  # kernel -> (kinds, the lines' jit function and text): as the GPU test finds them
+    "pitfall_off_by_one": ({"read", "write"}, None),
+    "pitfall_oob_write": ({"write"}, ("_pair_sum_input_mask_kernel", "tl.store(")),
+    "pitfall_oob_read": ({"read"}, ("_diff_unshifted_mask_kernel", "+ 1,")),
+    "pitfall_uninit": ({"uninitialised-read"}, ("_axpy_kernel", "tl.load(y_ptr")),
+    "pitfall_race": ({"race"}, ("_reverse_racy_kernel", "inline_asm_elementwise")),
+}
+CAPTURES = sorted(p for p in SAMPLES.glob("*_pitfall_*.txt") if not p.name.startswith("SAMPLE"))
+"""Real logs from the GPU host (`benchmarks/sanitizer_capture.sh`), named TOOL_KERNEL.txt."""
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.stem)
+def test_real_captures_are_read_into_the_planted_accesses(capture: Path):
+    tool, kernel = capture.stem.split("_", 1)
+    flawed = kernel.removesuffix("_fixed")
+    file = ROOT / "kernels" / "pitfalls" / f"{flawed}.py"
+    report = sanitizer.parse(capture.read_text(), tool, [str(file)])
+    assert "other" not in report, report["other"]
+    if kernel.endswith("_fixed") or tool == "synccheck":
+        assert report["accesses"] == [] and report["errors"] in (0, None), report
+        return
+    kinds, where = PLANTED[flawed]
+    assert kinds <= {r["kind"] for r in report["accesses"]}, report
+    if where is not None:
+        lines = file.read_text().splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith(f"def {where[0]}("))
+        line = next(i for i in range(start, len(lines)) if where[1] in lines[i]) + 1
+        assert {r["line"] for r in report["accesses"]} == {line}, report
