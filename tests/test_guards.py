@@ -16,13 +16,15 @@ from pathlib import Path
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 from conftest import ROOT, cli, cpu_env, interpreter_checks
 
 from workbench.catalog.discovery import discover
-from workbench.check import guards
+from workbench.check import bounds, guards
 from workbench.check.result import CaseResult, CheckReport
 from workbench.diagnosis import Facts, diagnose
-from workbench.runtime import tensors
+from workbench.runtime import compat, tensors
 
 PITFALLS = ROOT / "kernels" / "pitfalls"
 PLANTED = {
@@ -229,3 +231,26 @@ def test_without_guards_nothing_is_copied_or_watched():
     case = CaseResult("regular", [10], "float32", "contiguous")
     watch.conclude(case, [fresh])
     assert not case.accesses and case.status == "passed"
+
+
+def _far(p, n):
+    tl.atomic_cas(p + n, 0, 1)  # one past a view of 8 (inside its 16-element storage)
+    tl.store(p + (1 << 28) + tl.arange(0, 4), 1)  # a gigabyte away: nobody's memory
+
+
+def test_the_interpreter_records_atomics_and_masks_off_lanes_in_nobodys_memory():
+    with compat.interpreter(True):
+        far = triton.jit(_far)
+    assert bounds.install()
+    x = torch.zeros(16, dtype=torch.int32)
+    with bounds.watching(lambda t: None) as found:
+        far[(1,)](x[:8], 8)  # survives: the far lanes never reach memory
+    cas, store = sorted(found, key=lambda r: r["line"])
+    assert (cas["kind"], cas["offset"], cas["extent"], cas.get("masked_off")) == (
+        "write",
+        8,
+        8,
+        None,
+    )
+    assert store["count"] == 4 and store["masked_off"] == 4 and store["farthest"] > 1 << 27
+    assert int(x[8]) == 1 and int(x.sum()) == 1

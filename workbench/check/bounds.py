@@ -98,10 +98,15 @@ class _Watch:
             )
 
     def check(self, ptrs: Any, mask: Any, kind: str) -> Any:
-        """Record the live lanes outside every tensor; the mask, less lanes outside every
-        allocation (to keep the process alive)."""
+        """The mask, less the lanes outside every allocation (to keep the process alive),
+        once the live lanes outside every tensor are recorded."""
+        live = np.broadcast_to(np.asarray(mask.data, dtype=bool), np.shape(ptrs.data))
+        stray = self.outside(ptrs, live, kind)
+        return type(mask)(live & ~stray, mask.dtype) if stray.any() else mask
+
+    def outside(self, ptrs: Any, live: np.ndarray, kind: str) -> np.ndarray:
+        """Record the live lanes outside every tensor; the lanes outside every allocation."""
         addrs = np.asarray(ptrs.data).astype(np.int64)
-        live = np.broadcast_to(np.asarray(mask.data, dtype=bool), addrs.shape)
         size = _element_bytes(ptrs)
         inside = np.zeros(addrs.shape, dtype=bool)
         owned = np.zeros(addrs.shape, dtype=bool)
@@ -109,13 +114,10 @@ class _Watch:
             inside |= (addrs >= e.start) & (addrs + size <= e.end)
             owned |= (addrs >= e.low) & (addrs + size <= e.high)
         out = live & ~inside
-        if not out.any():
-            return mask
         stray = out & ~owned
-        self._record(kind, addrs[out], size, int(stray.sum()))
-        if not stray.any():
-            return mask
-        return type(mask)(live & ~stray, mask.dtype)
+        if out.any():
+            self._record(kind, addrs[out], size, int(stray.sum()))
+        return stray
 
     def _record(self, kind: str, addrs: np.ndarray, size: int, stray: int) -> None:
         file, line = _kernel_line()
@@ -226,8 +228,7 @@ def install() -> bool:
 
     def atomic_cas(ptrs: Any, *rest: Any, **kw: Any) -> Any:
         if _ACTIVE:  # no mask to narrow: recorded only
-            every = type(ptrs)(np.ones(np.shape(ptrs.data), dtype=bool), None)
-            _ACTIVE[-1].check(ptrs, every, "write")
+            _ACTIVE[-1].outside(ptrs, np.ones(np.shape(ptrs.data), dtype=bool), "write")
         return cas(ptrs, *rest, **kw)
 
     builder.create_masked_load = masked_load
