@@ -131,8 +131,10 @@ class ThreeNameInputs:
         n * 3 // 4 + 1, odd, so the last tile of any power-of-two block is partial. Empty when
         no size is such a multiple, or when get_inputs() fails (the given case says why)."""
         if self._derived is None:
-            try:
-                sizes = _cuttable_sizes(self((), None, device))
+            from workbench.runtime.tensors import sizes_on_meta
+
+            try:  # sizes only: made on the meta device, so get_inputs() allocates nothing
+                sizes = _cuttable_sizes(sizes_on_meta(lambda dev: self((), None, dev), device))
             except Exception:  # noqa: BLE001 - reported by the case that runs the given inputs
                 sizes = []
             self._derived = [tuple(n * 3 // 4 + 1 for n in sizes)] if sizes else []

@@ -1,24 +1,30 @@
 """Correctness check of a kernel against its PyTorch reference (runs in the job's child process).
 
-Each case draws fresh random inputs, poisons every fresh allocation with one NaN and the gaps of
-strided input copies with another, so unwritten outputs and out-of-view reads show apart, runs
-kernel and reference, and compares them (`check.compare`). A three-name module, whose
-get_inputs() gives one shape, is also checked at irregular shapes cut from those inputs (the
-"derived" set, last); a kernel that raises there hard-codes its sizes, and the case is skipped
-with that reason. The facts recorded per case and for the whole check (`check.verdict`) feed the
-diagnosis.
+Each case draws fresh random inputs (refused first when they would not fit the memory they go
+to), poisons every fresh allocation with one NaN and the gaps of strided input copies with
+another, so unwritten outputs and out-of-view reads show apart, runs kernel and reference, and
+compares them (`check.compare`). Every tensor the kernel is handed sits between guard regions,
+and in the interpreter every access is checked as it happens (`check.guards`): a write or read
+out of bounds, or a read of memory nothing wrote, fails the case at its line. A three-name
+module, whose get_inputs() gives one shape, is also checked at irregular shapes cut from those
+inputs (the "derived" set, last); a kernel that raises there hard-codes its sizes, and the case
+is skipped with that reason. The facts recorded per case and for the whole check
+(`check.verdict`) feed the diagnosis.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from workbench.catalog import loader
 from workbench.catalog.spec import KernelSpec, Shape
+from workbench.check import guards
 from workbench.check.compare import compare
 from workbench.check.result import CaseResult, CheckReport
 from workbench.run.faults import problem_from_exception
@@ -69,9 +75,19 @@ def run_check(
     dtypes: list[str] | None = None,
     shape_sets: list[str] | None = None,
     seed: int = 0,
+    guards: bool = True,
+    sanitize: str | None = None,
+    least: bool = False,
 ) -> CheckReport:
+    """`guards`: guard regions around every tensor (and the interpreter's bounds); `sanitize`:
+    the compute-sanitizer tool this process runs under, which must see the real allocations
+    (no guards), the smallest cases only and, for initcheck, outputs as allocated; `least`:
+    only the smallest case of each shape set (`smallest`)."""
     report = CheckReport(spec.name, device, "interpreter" if interpreter else "gpu")
     cases = plan(spec, dtypes, shape_sets, device)
+    if sanitize or least:
+        cases = smallest(cases)
+    how = Guarding(guards and not sanitize, interpreter, sanitize != "initcheck", not sanitize)
     for i, (set_name, shape, dtype, layout) in enumerate(cases):
         emit({"event": "progress", "done": i, "total": len(cases), "case": f"{dtype} {shape}"})
         case = CaseResult(set_name, list(shape), dtype or "as given", layout)
@@ -79,11 +95,36 @@ def run_check(
             case.status, case.reason = "skipped", INTERPRETER_BF16
         else:
             torch.manual_seed(seed + i)
-            _run_case(spec, case, shape, dtype, layout, device)
+            _run_case(spec, case, shape, dtype, layout, device, how)
         report.cases.append(case)
         emit({"event": "case", "case": case.to_dict()})
     emit({"event": "progress", "done": len(cases), "total": len(cases), "case": ""})
     return report
+
+
+@dataclass(frozen=True)
+class Guarding:
+    """How a case watches the kernel's memory accesses (`check.guards`)."""
+
+    guards: bool = True
+    interpreter: bool = False
+    poison: bool = True
+    repeat: bool = True
+    """Run the kernel a second time to see it deterministic."""
+
+
+def smallest(cases: list[tuple]) -> list[tuple]:
+    """Per shape set, the smallest contiguous case of the first dtype: what a sanitizer, 10-100x
+    slower, runs (an irregular set keeps its partial tiles)."""
+    first = cases[0][2] if cases else None
+    kept: dict[str, tuple] = {}
+    for case in cases:
+        set_name, shape, dtype, layout = case
+        if dtype != first or layout != "contiguous":
+            continue
+        if set_name not in kept or math.prod(shape) < math.prod(kept[set_name][1]):
+            kept[set_name] = case
+    return list(kept.values())
 
 
 def check_case(
@@ -92,17 +133,23 @@ def check_case(
     """One contiguous case, compared as `check` compares: what `bench` verifies before timing."""
     case = CaseResult("bench", list(shape), dtype or "as given", "contiguous")
     torch.manual_seed(seed)
-    _run_case(spec, case, shape, dtype, "contiguous", device)
+    _run_case(spec, case, shape, dtype, "contiguous", device, Guarding())
     return case
 
 
 def _run_case(
-    spec: KernelSpec, case: CaseResult, shape: Shape, dtype: str | None, layout: str, device: str
+    spec: KernelSpec,
+    case: CaseResult,
+    shape: Shape,
+    dtype: str | None,
+    layout: str,
+    device: str,
+    how: Guarding,
 ) -> None:
     start = time.perf_counter()
     try:
         with gpu_lock.alone(device):  # a check's kernels would skew another run's timing
-            _compare_case(spec, case, shape, dtype, layout, device)
+            _compare_case(spec, case, shape, dtype, layout, device, how)
     except WorkbenchError as exc:
         case.status, case.problem = "error", exc.problem.to_dict()
         case.reason = exc.problem.cause
@@ -121,18 +168,31 @@ def _run_case(
 
 
 def _compare_case(
-    spec: KernelSpec, case: CaseResult, shape: Shape, dtype: str | None, layout: str, device: str
+    spec: KernelSpec,
+    case: CaseResult,
+    shape: Shape,
+    dtype: str | None,
+    layout: str,
+    device: str,
+    how: Guarding,
 ) -> None:
     tdtype = tensors.torch_dtype(dtype) if dtype else None
-    args = tuple(spec.make_inputs(shape, tdtype, device))
+    # the most of them alive at once: originals, strided copies twice as wide, guarded copies
+    copies = (1 + how.guards) * (2 if layout == "strided" else 1) + (layout == "strided")
+    what = tensors.inputs_text(shape, dtype)
+    make = lambda dev: tuple(spec.make_inputs(shape, tdtype, dev))  # noqa: E731
+    made = tensors.make_inputs(make, what, device, copies)
     if layout == "strided":
-        args = tensors.noncontig_args(args)
+        made = tensors.noncontig_args(made)
+    watch = guards.Watch(spec.kernel_fn, made, how.interpreter, how.guards)
+    args = watch.args
     ref = tensors.outputs(spec.reference_fn(*args))
-    with tensors.poisoned_allocations():
+    with watch.kernel(how.poison):
         out = tensors.outputs(spec.kernel_fn(*args))
     _sync(device)
     compare(spec, case, out, ref, dtype)
-    if layout == "contiguous":
+    watch.conclude(case, out)
+    if layout == "contiguous" and how.repeat and not case.accesses:  # unguarded, it may crash
         with tensors.poisoned_allocations():
             again = tensors.outputs(spec.kernel_fn(*args))
         _sync(device)
@@ -154,5 +214,8 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
         dtypes=params.get("dtypes"),
         shape_sets=params.get("shape_sets"),
         seed=int(params.get("seed", 0)),
+        guards=bool(params.get("guards", True)),
+        sanitize=params.get("sanitize"),
+        least=bool(params.get("smallest")),
     )
     return report.to_dict()

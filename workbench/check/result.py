@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from workbench.check import verdict
+from workbench.check import access, verdict
 from workbench.runtime.records import Record, result_dict
 
 
@@ -40,6 +40,9 @@ class CaseResult(Record):
     boundary_only: bool = False
     boundary_block: int | None = None
     """The smallest power-of-two tile whose partial last tile holds every wrong element."""
+    accesses: list[dict] = field(default_factory=list)
+    """Accesses out of bounds or of uninitialised memory (`check.access`): from guard regions,
+    the interpreter's bounds, or compute-sanitizer."""
     deterministic: bool | None = None
     stochastic: dict | None = None
     """Set when the errors are another random stream's: keep_rate, ref_keep_rate, rate_bound,
@@ -55,11 +58,15 @@ class CheckReport:
     device: str
     mode: str
     cases: list[CaseResult] = field(default_factory=list)
+    sanitizer: dict = field(default_factory=dict)
+    """compute-sanitizer's run when the check ran under it (`profilers.sanitizer`): tool,
+    command, log, errors, and its "accesses" (`check.access` records)."""
 
     @property
     def correct(self) -> bool:
         ran = [c for c in self.cases if c.status != "skipped"]
-        return bool(ran) and all(c.status == "passed" for c in ran)
+        found = self.sanitizer.get("accesses")
+        return bool(ran) and all(c.status == "passed" for c in ran) and not found
 
     def summary(self) -> dict:
         """Counts by status, the report-level facts (`check.verdict`), the verdict and its fix."""
@@ -73,14 +80,18 @@ class CheckReport:
         by["nondeterministic"] = verdict.nondeterministic(self.cases)
         by["stochastic"] = any(c.stochastic for c in self.cases)
         by["error_trend"] = verdict.error_trend(self.cases)
-        by["verdict"] = verdict.verdict(self.cases, by)
-        by["fix"] = verdict.FIXES.get(by["verdict"], "")
+        found = [r for c in self.cases for r in c.accesses] + list(
+            self.sanitizer.get("accesses", [])
+        )
+        by["accesses"] = len(found)
+        by["verdict"] = access.verdict(found) or verdict.verdict(self.cases, by)
+        by["fix"] = access.FIXES.get(by["verdict"]) or verdict.FIXES.get(by["verdict"], "")
         return by
 
     def to_dict(self) -> dict:
-        return result_dict(self, "cases")
+        return result_dict(self, "cases", *(("sanitizer",) if self.sanitizer else ()))
 
     @classmethod
     def from_dict(cls, d: dict) -> CheckReport:
         cases = [CaseResult.from_dict(c) for c in d["cases"]]
-        return cls(d["kernel"], d["device"], d["mode"], cases)
+        return cls(d["kernel"], d["device"], d["mode"], cases, d.get("sanitizer") or {})

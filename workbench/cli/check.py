@@ -9,9 +9,10 @@ from workbench.catalog.discovery import KernelEntry, discover
 from workbench.catalog.spec import DTYPES
 from workbench.check.result import CaseResult, CheckReport
 from workbench.cli.options import add_command_options
+from workbench.profilers import sanitizer
 from workbench.run import jobs
 from workbench.runtime.errors import Problem, fail
-from workbench.views.rows import CHECK_HEADERS, check_row, check_verdict
+from workbench.views.rows import CHECK_HEADERS, check_row, check_verdict, sanitizer_lines
 from workbench.views.text import print_json, print_problem, print_run_end, table
 
 
@@ -27,6 +28,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "'derived' (irregular sizes cut from them)",
     )
     p.add_argument("--timeout", type=float, default=900.0, help="seconds (default 900)")
+    p.add_argument(
+        "--sanitize",
+        choices=sanitizer.TOOLS,
+        help="run the smallest cases under compute-sanitizer's tool (GPU host): accesses out "
+        "of bounds, shared-memory races, uninitialised reads, barrier misuse",
+    )
     add_command_options(p, run)
 
 
@@ -34,8 +41,11 @@ def run(args: argparse.Namespace) -> int:
     entry = discover(args.path).find(args.name)
     _refuse_unknown_sets(entry, args.shapes or [])
     params = {"dtypes": args.dtype, "shape_sets": args.shapes}
-    job = jobs.Job("check", entry, params, timeout=args.timeout)
-    outcome = jobs.run_job(job, on_event=None if args.json else _progress)
+    progress = None if args.json else _progress
+    if args.sanitize:
+        outcome = sanitizer.sanitized_check(entry, args.sanitize, params, args.timeout, progress)
+    else:
+        outcome = jobs.run_job(jobs.Job("check", entry, params, timeout=args.timeout), progress)
     return report(outcome, args.json)
 
 
@@ -70,6 +80,8 @@ def report(outcome: jobs.Outcome, as_json: bool) -> int:
     elif result:
         print(table(CHECK_HEADERS, [check_row(c) for c in result.cases]))
         print("\n" + check_verdict(result))
+        if result.sanitizer:
+            print(sanitizer_lines(result.sanitizer))
         for problem in _case_problems(result.cases):
             print_problem(problem, prefix="case error")
     if outcome.problem and not as_json:

@@ -14,6 +14,7 @@ from workbench.catalog.spec import DTYPES
 from workbench.cli.options import add_command_options
 from workbench.loop.diagnose import run as run_diagnose
 from workbench.loop.gather import Options
+from workbench.profilers import sanitizer
 from workbench.run import store
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import parse_shape
@@ -40,6 +41,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="REPORT",
         help="an .ncu-rep, ncu CSV, .nsys-rep or nsys .sqlite to read as facts (repeatable)",
     )
+    p.add_argument(
+        "--sanitize",
+        choices=sanitizer.TOOLS,
+        help="also run the check under this compute-sanitizer tool (GPU host; memcheck runs "
+        "by itself when the check fails)",
+    )
     p.add_argument("--try", dest="try_fix", metavar="FIX", help="a finding's id to apply and time")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per step")
     add_command_options(p, run)
@@ -61,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
         gpu_facts=args.gpu_facts,
         imports=args.imports,
         timeout=args.timeout,
+        sanitize=args.sanitize,
     )
     result = run_diagnose(entry, opts, args.try_fix, None if args.json else _step)
     if args.json:

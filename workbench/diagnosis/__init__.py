@@ -18,15 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# autotune, configs, dynamic, errors and launch are imported for their detectors, which
-# register themselves on import (registry.detector)
+# accesses, autotune, configs, dynamic, errors and launch are imported for their detectors,
+# which register themselves on import (registry.detector)
 from workbench.diagnosis import (  # noqa: F401
+    accesses,
     agreement,
     autotune,
     configs,
     dynamic,
     errors,
     launch,
+    masks,
     measured,
     rank,
     roofline,
@@ -83,6 +85,7 @@ def diagnose_compile(
         found += [f for f in (spill, low) if f is not None]
         irregular = _irregular_for(shapes, c.values)
         found += static.ir_findings(c.ttir, c.ttir_map, c.label, irregular)
+        found += masks.off_by_one(c.ttir, c.ttir_map, c.label)
     found = static.among_candidates(found, {c.label: _launches(c) for c in compiled if c.tuned})
     for source, file, first_line in kernel_sources:
         found += static.constexpr_findings(source, file, first_line)

@@ -148,6 +148,16 @@ STALL_FIXES = {
     "warpgroup_arrive": "waiting for wgmma: the tensor-core pipeline, expected in a tl.dot loop",
 }
 
+OFF_BY_ONE_FIX = "compare offsets with < n, not <= n: offset n is one past the end (line {line})"
+OOB_WRITE_FIX = (
+    "mask the tl.store with the bounds of the tensor it writes (offsets < that tensor's size: "
+    "the output's, not the input's) and size the grid with triton.cdiv"
+)
+OOB_READ_FIX = (
+    "mask the tl.load with the bounds of the tensor it reads, shifted as its offsets are "
+    "(offs + 1 < n for x[offs + 1]), and give other= for the lanes masked off"
+)
+
 
 PITFALLS: tuple[Pitfall, ...] = (
     # ---- seed 000: the pitfall table ------------------------------------------------------
@@ -637,6 +647,73 @@ PITFALLS: tuple[Pitfall, ...] = (
             "rate": "keep an element with the reference's probability (1 - p): compare the draw "
             "with p the way the reference does (tl.rand(seed, offs) > p)",
         },
+    ),
+    # ---- memory accesses: guard regions, the interpreter's bounds, compute-sanitizer ---------
+    Pitfall(
+        "out-of-bounds-write",
+        "write out of bounds",
+        "a store lands past the end (or before the start) of the tensor it writes: outputs look "
+        "right while a neighbouring allocation is corrupted",
+        "correctness",
+        ("check",),
+        OOB_WRITE_FIX,
+        "guard regions around every tensor (check.guards), the interpreter's bounds "
+        "(check.bounds), compute-sanitizer memcheck 'Invalid __global__ write'",
+        variants={"off-by-one": OFF_BY_ONE_FIX},
+    ),
+    Pitfall(
+        "out-of-bounds-read",
+        "read out of bounds",
+        "a load reaches past the end (or before the start) of the tensor it reads: the value "
+        "is whatever follows the allocation, often plausible",
+        "correctness",
+        ("check",),
+        OOB_READ_FIX,
+        "guard payloads in the outputs (check.guards), the interpreter's bounds "
+        "(check.bounds), compute-sanitizer memcheck 'Invalid __global__ read'",
+        variants={"off-by-one": OFF_BY_ONE_FIX},
+    ),
+    Pitfall(
+        "off-by-one-mask",
+        "off-by-one mask",
+        "`offs <= n` where `offs < n` is meant: the lane at offset n, one past the end, loads "
+        "or stores",
+        "correctness",
+        ("compile_findings", "check"),
+        OFF_BY_ONE_FIX,
+        "TTIR: arith.cmpi sle/ule of a tt.make_range against a size argument, feeding a "
+        "load or store mask (diagnosis.masks)",
+    ),
+    Pitfall(
+        "smem-race",
+        "shared-memory race",
+        "threads of a block write and read the same shared memory with no barrier between: the "
+        "result depends on warp scheduling (compute-sanitizer racecheck; synccheck for barriers "
+        "not reached by every thread)",
+        "correctness",
+        ("check",),
+        "put a barrier between a thread's shared-memory write and other threads' reads of it "
+        "(bar.sync 0 in hand-written PTX, tl.debug_barrier() between Triton steps), or move the "
+        "data between threads with Triton ops (tl.reshape, tl.trans, reductions), which "
+        "synchronise themselves (line {line})",
+        "compute-sanitizer racecheck 'Race reported between Write access ... and Read access'",
+        variants={
+            "sync": "every thread of the block must reach each barrier, with the same "
+            "arguments: no bar.sync under a condition that differs between threads (line {line})"
+        },
+    ),
+    Pitfall(
+        "uninitialised-read",
+        "uninitialised read",
+        "a kernel reads memory nothing wrote (an accumulator from torch.empty): results depend "
+        "on what the allocator hands back, often the right answer of an earlier call",
+        "correctness",
+        ("check",),
+        "write before reading: allocate what the kernel accumulates into with torch.zeros (or "
+        "torch.full), not torch.empty, or store a first value before the first load (line "
+        "{line})",
+        "the interpreter's load of the poison of a fresh allocation (check.bounds), "
+        "compute-sanitizer initcheck 'Uninitialized __global__ memory read'",
     ),
 )
 

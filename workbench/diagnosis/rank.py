@@ -32,11 +32,20 @@ inside the spread of repeated timings (p20-p80) and of run-to-run clock variatio
 CAUSES = (
     ("ncu-rule", None, True),
     ("low-occupancy", "register-spill", False),
+    ("off-by-one-mask", "out-of-bounds-read", False),
+    ("no-boundary-mask", "out-of-bounds-read", False),
+    ("off-by-one-mask", "out-of-bounds-write", False),
+    ("no-boundary-mask", "out-of-bounds-write", False),
+    ("nan-inf", "out-of-bounds-read", False),
+    ("nan-inf", "uninitialised-read", False),
 )
 """(consequence, cause, takes its gain) folded in this order when both fire: NVIDIA's rule into
 our finding that says the same (its peer; the rule's estimate is that finding's own), then
 occupancy limited by registers into the spill that takes them (a spill-free config keeps the
-tile's occupancy, so the occupancy estimate is not the spill fix's gain)."""
+tile's occupancy, so the occupancy estimate is not the spill fix's gain). An access out of
+bounds that the check watched happen takes in the mask the TTIR or the failed cases point at
+(the access finding names the mask's line in its fix), and NaNs that a read past the end or of
+uninitialised memory brought in."""
 
 
 def source(f: Finding) -> str:

@@ -399,6 +399,7 @@ def merge(findings: Iterable[Finding]) -> list[Finding]:
     "c-integer-division",
     "forgot-constexpr",
     "host-sync",
+    "off-by-one-mask",
 )
 def compile_facts(facts: Facts) -> list[Finding]:
     """What the IR job found in the compile (`diagnose_compile`), as the diagnosis's facts."""

@@ -124,7 +124,8 @@ def capture(
     targets = {id(compat.base_function(j)) for j in spec.jit} if spec.jit else None
     launches: list[Launch] = []
     try:
-        args = spec.make_inputs(shape, dtype, device)
+        made = tensors.inputs_text(shape, dtype_name)
+        args = tensors.make_inputs(lambda dev: spec.make_inputs(shape, dtype, dev), made, device)
         with intercepted(launches, targets):
             spec.kernel_fn(*args)
     except WorkbenchError:

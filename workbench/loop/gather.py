@@ -23,7 +23,7 @@ from workbench.check.result import CheckReport
 from workbench.diagnosis.facts import Facts, LaunchFacts
 from workbench.diagnosis.finding import Finding
 from workbench.ir.result import IrResult
-from workbench.profilers import session, tools
+from workbench.profilers import sanitizer, session, tools
 from workbench.run import jobs, machine
 from workbench.runtime.errors import Problem, WorkbenchError
 from workbench.runtime.grammar import shape_text
@@ -31,7 +31,7 @@ from workbench.sweep.result import SweepResult
 
 OnStep = Callable[[str, str, float], None]
 """(step, what it gave or why not, seconds)."""
-STEPS = ("check", "compile", "neighbours", "cache", "bench", "ncu", "import")
+STEPS = ("check", "compile", "neighbours", "cache", "sanitize", "bench", "ncu", "import")
 NEIGHBOUR_IDS = ("register-spill",)
 """Static findings whose fix is another config: only then are the neighbours compiled."""
 
@@ -45,6 +45,9 @@ class Options:
     """auto: time and profile when this host has a GPU; none: static and checked facts only."""
     imports: list[str] = field(default_factory=list)
     timeout: float = 900.0
+    sanitize: str | None = None
+    """A compute-sanitizer tool to run the check under (GPU); memcheck runs anyway when the
+    check fails and compute-sanitizer is there."""
 
 
 @dataclass
@@ -151,6 +154,19 @@ def gather(
         facts.ncu = run.summary
         return f"{len(run.summary.get('kernels', []))} launch(es) profiled"
 
+    def sanitize() -> str:
+        tool = opts.sanitize or "memcheck"
+        if not opts.sanitize and (facts.check is None or facts.check.correct):
+            return "skipped: the check passed (--sanitize TOOL runs one anyway)"
+        params = {"dtypes": [dtype] if dtype else None}
+        outcome = sanitizer.sanitized_check(entry, tool, params, opts.timeout, None, cancel)
+        out.runs.append(outcome)
+        report = CheckReport.from_dict(result_of(outcome)).sanitizer
+        if facts.check is not None:
+            facts.check.sanitizer = report
+        found = report.get("accesses") or []
+        return f"{tool}: {report.get('errors')} error(s), {len(found)} finding(s)"
+
     def imports() -> str:
         for path in opts.imports:
             summary = session.import_file(path)
@@ -172,12 +188,13 @@ def gather(
     step("cache", cache)
     side.join()
     if gpu:
+        step("sanitize", sanitize)
         step("bench", bench)
         if profile:
             step("ncu", ncu)
     else:
         why = "asked not to (--gpu-facts none)" if opts.gpu_facts == "none" else "no GPU here"
-        for name in ("bench", "ncu"):
+        for name in ("bench", "ncu") + (("sanitize",) if opts.sanitize else ()):
             facts.missing.setdefault(name, why)
     if opts.imports:
         step("import", imports)
@@ -188,7 +205,7 @@ def planned_steps(opts: Options, trying: bool = False) -> list[str]:
     """The steps `gather` (and a trial) will report on this host, for progress."""
     steps = ["check", "compile", "neighbours", "cache"]
     if opts.gpu_facts == "auto" and machine.has_gpu():
-        steps += ["bench", "try"] if trying else ["bench", "ncu"]
+        steps += ["sanitize", "bench", "try"] if trying else ["sanitize", "bench", "ncu"]
     return steps + (["import"] if opts.imports else [])
 
 

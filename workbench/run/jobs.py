@@ -125,8 +125,11 @@ def run_job(
     on_event: OnEvent | None = None,
     cancel: threading.Event | None = None,
     wrap: list[str] | None = None,
+    finish: Callable[[Outcome], None] | None = None,
 ) -> Outcome:
-    """Run `job` in a child process (optionally under a wrapper such as ncu) and record it."""
+    """Run `job` in a child process (optionally under a wrapper such as ncu) and record it;
+    `finish` reads what the wrapper wrote (compute-sanitizer's report) into the outcome before
+    it is recorded."""
     if _STOPPED.is_set():  # the process is exiting (`stop_all`): a thread starts nothing more
         return Outcome(job, store.new_run_id(), "", "cancelled", problem=Problem(*_INTERRUPTED))
     run_id = store.new_run_id()
@@ -182,6 +185,8 @@ def run_job(
         else:
             outcome.status = "crash"
             outcome.problem = problem_from_exit(proc.returncode, outcome.log)
+    if finish is not None and interrupted is None:
+        finish(outcome)
     _record(outcome)  # an interrupted run is kept in the history too
     if interrupted is not None:
         raise interrupted

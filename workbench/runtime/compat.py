@@ -159,6 +159,31 @@ def fix_interpreter_loop_bounds() -> None:
     interpreter._patch_lang_tensor = patched
 
 
+INTERPRETER_MEMORY_OPS = (
+    "create_masked_load",
+    "create_masked_store",
+    "create_atomic_rmw",
+    "create_atomic_cas",
+)
+
+
+def interpreter_memory_hooks() -> tuple[Any, type] | None:
+    """Where the interpreter touches memory: its builder (one instance; a tl.load, tl.store or
+    atomic reaches one of INTERPRETER_MEMORY_OPS with the raw addresses first, then the mask,
+    in 3.4 to 3.9 alike, the cache options after them having changed) and the class that runs a
+    launch (GridExecutor, whose `_init_args_hst` hands the kernel the host copies of its tensor
+    arguments). None where a Triton release has them otherwise."""
+    from triton.runtime import interpreter
+
+    builder = getattr(interpreter, "interpreter_builder", None)
+    executor = getattr(interpreter, "GridExecutor", None)
+    if builder is None or executor is None or not hasattr(executor, "_init_args_hst"):
+        return None
+    if not all(hasattr(builder, name) for name in INTERPRETER_MEMORY_OPS):
+        return None
+    return builder, executor
+
+
 def interpreting() -> bool:
     """Whether @triton.jit builds interpreted functions now (TRITON_INTERPRET is set)."""
     from triton import knobs

@@ -1,14 +1,20 @@
 """Tensor plumbing for checks: device redirection, NaN-poisoned allocations, strided copies,
-and the NaN payloads that tell an unwritten output from a read of input padding."""
+the NaN payloads that tell an unwritten output from a read of input padding, guard regions
+around every tensor a kernel is handed, and the memory a case's inputs need."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
+
+from workbench.runtime.errors import fail
 
 DTYPE_NAMES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -65,14 +71,23 @@ _NAN_BITS = {  # dtype -> (integer view, mantissa bits, exponent bits)
 }
 
 
+def nan_bits(dtype: torch.dtype, payload: int) -> int | None:
+    """The quiet NaN of `payload` in `dtype`, as an integer of its width (None for dtypes
+    without room for a payload)."""
+    spec = _NAN_BITS.get(dtype)
+    if spec is None:
+        return None
+    _, mantissa, exponent = spec
+    return ((1 << exponent) - 1) << mantissa | payload << (mantissa - 7)
+
+
 def fill_nan(t: torch.Tensor, payload: int) -> torch.Tensor:
     """Fill a floating-point tensor with the quiet NaN of `payload` (plain NaN for dtypes
     without room for one, such as fp8), through an integer view of the same width."""
-    spec = _NAN_BITS.get(t.dtype)
-    if spec is None:
+    bits = nan_bits(t.dtype, payload)
+    if bits is None:
         return t.fill_(float("nan"))
-    view, mantissa, exponent = spec
-    t.view(view).fill_(((1 << exponent) - 1) << mantissa | payload << (mantissa - 7))
+    t.view(_NAN_BITS[t.dtype][0]).fill_(bits)
     return t
 
 
@@ -91,19 +106,28 @@ _ALLOCATORS = ("empty", "empty_like", "empty_strided")
 
 
 @contextmanager
-def poisoned_allocations() -> Iterator[None]:
+def poisoned_allocations(
+    guards: list[Guarded] | None = None, poison: bool = True
+) -> Iterator[None]:
     """Fill every floating-point tensor allocated with torch.empty* with the UNWRITTEN NaN.
 
     A kernel that leaves part of its output unwritten then shows that NaN there instead of
-    whatever the allocator handed back (often the right answer from a previous run).
+    whatever the allocator handed back (often the right answer from a previous run). With
+    `guards`, each allocation is also a view inside guard margins (`guard`), appended there and
+    named by the line that allocated it. `poison=False` leaves the contents as allocated
+    (compute-sanitizer's initcheck must see them unwritten).
     """
     originals = {name: getattr(torch, name) for name in _ALLOCATORS}
     new_empty = torch.Tensor.new_empty
 
-    def poison(make: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    def poison_fn(make: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
         def wrapped(*args: Any, **kwargs: Any) -> torch.Tensor:
             t = make(*args, **kwargs)
-            if t.is_floating_point():
+            if guards is not None and guardable(t):
+                g = guard(t, _allocation_site(), len(guards), copy=False)
+                guards.append(g)
+                t = g.view
+            if poison and t.is_floating_point():
                 fill_nan(t, UNWRITTEN)
             return t
 
@@ -111,8 +135,8 @@ def poisoned_allocations() -> Iterator[None]:
 
     try:
         for name, fn in originals.items():
-            setattr(torch, name, poison(fn))
-        torch.Tensor.new_empty = poison(new_empty)  # type: ignore[method-assign]
+            setattr(torch, name, poison_fn(fn))
+        torch.Tensor.new_empty = poison_fn(new_empty)  # type: ignore[method-assign]
         yield
     finally:
         for name, fn in originals.items():
@@ -157,3 +181,212 @@ def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.is_floating_point():
         return torch.equal(a.view(torch.uint8), b.view(torch.uint8))
     return torch.equal(a, b)
+
+
+# ---- guard regions ---------------------------------------------------------------------------
+
+GUARD_BYTES = 16384
+"""Each margin's size: a missing or wrong mask reaches at most a block past a tensor's end
+(1024 fp32 elements are 4 KiB); a multiple of 256 bytes keeps a view as aligned as its buffer,
+so the kernel compiles the same specialisation as on a plain allocation."""
+GUARD_BEFORE = tuple(0b1011000 + i for i in range(8))
+GUARD_AFTER = tuple(0b1101000 + i for i in range(8))
+"""NaN payloads of the margins before and after the i-th guarded tensor (i mod 8): quiet (top
+bit set) and apart from UNWRITTEN, PADDING and the canonical NaNs, so a value read past a
+tensor's end that lands in an output says whose margin, and which side, it came from. Integer
+tensors' margins repeat the payload as a byte."""
+_INT_VIEWS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+_EMPTY = torch.empty  # the allocator itself, also while poisoned_allocations wraps torch.empty
+
+
+@dataclass
+class Guarded:
+    """A tensor handed to the kernel as a view inside a buffer whose margins hold a pattern."""
+
+    name: str
+    buffer: torch.Tensor
+    """1-D, of the view's dtype: margin, the view's span, margin."""
+    view: torch.Tensor
+    margin: int
+    """Elements on each side."""
+    span: int
+    """Elements from the view's first to its last, the gaps of a strided view included."""
+    index: int
+    """Which payload its margins hold (index mod 8)."""
+
+    def margin_bits(self, side: str) -> int:
+        return guard_bits(self.buffer.dtype, self.index, side)
+
+    def region(self, side: str) -> torch.Tensor:
+        """One margin ("before" or "after") as integers of the element's width."""
+        ints = self.buffer.view(_INT_VIEWS[self.buffer.element_size()])
+        return ints[: self.margin] if side == "before" else ints[self.margin + self.span :]
+
+
+def guard_bits(dtype: torch.dtype, index: int, side: str) -> int:
+    """A margin element of `dtype` as a signed integer of its width."""
+    payload = (GUARD_BEFORE if side == "before" else GUARD_AFTER)[index % len(GUARD_BEFORE)]
+    size = dtype.itemsize
+    bits = nan_bits(dtype, payload)
+    if bits is None:
+        bits = int.from_bytes(bytes([payload]) * size, "little")
+    return bits - (1 << 8 * size) if bits >= 1 << (8 * size - 1) else bits
+
+
+def extent(t: torch.Tensor) -> int:
+    """Elements from a view's first to its last in its storage (0 when it has none)."""
+    if t.numel() == 0:
+        return 0
+    return 1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+
+
+def guardable(t: torch.Tensor) -> bool:
+    """A dense CPU or CUDA tensor of a width the margins can be compared in; a tensor that
+    asks for gradients keeps its own storage (a view of a guard buffer would not be a leaf)."""
+    return (
+        t.device.type in ("cpu", "cuda")
+        and t.layout == torch.strided
+        and t.element_size() in _INT_VIEWS
+        and not t.requires_grad
+        and min(t.stride(), default=0) >= 0
+    )
+
+
+def guard(t: torch.Tensor, name: str, index: int, copy: bool = True) -> Guarded:
+    """`t` as a view, with the same shape and strides, in the middle of a buffer with
+    GUARD_BYTES of margin each side holding guard payload `index`; `copy` copies its span (gaps
+    included) in."""
+    margin = GUARD_BYTES // t.element_size()
+    span = extent(t)
+    buffer = _EMPTY(span + 2 * margin, dtype=t.dtype, device=t.device)
+    g = Guarded(name, buffer, buffer.as_strided(t.shape, t.stride(), margin), margin, span, index)
+    for side in ("before", "after"):
+        g.region(side).fill_(g.margin_bits(side))
+    if copy and span:
+        buffer[margin : margin + span].copy_(t.as_strided((span,), (1,), t.storage_offset()))
+    return g
+
+
+def guard_args(args: tuple[Any, ...], names: list[str]) -> tuple[tuple[Any, ...], list[Guarded]]:
+    """Each tensor argument as a guarded copy. Arguments that share a storage keep it (and
+    no margins): copying them apart would break the aliasing the kernel may rely on."""
+    shared: dict[int, int] = {}
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            key = a.untyped_storage().data_ptr()
+            shared[key] = shared.get(key, 0) + 1
+    out: list[Any] = []
+    guards: list[Guarded] = []
+    for a, name in zip(args, names):
+        if (
+            isinstance(a, torch.Tensor)
+            and guardable(a)
+            and shared[a.untyped_storage().data_ptr()] == 1
+        ):
+            guards.append(guard(a, name, len(guards)))
+            a = guards[-1].view
+        out.append(a)
+    return tuple(out), guards
+
+
+def _allocation_site() -> str:
+    """'file.py:LINE' of the code that called the allocator."""
+    here = __file__
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == here:
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:
+        return "an allocation"
+    return f"the buffer allocated at {Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
+
+
+# ---- the memory a case's inputs need ---------------------------------------------------------
+
+
+def tensor_bytes(value: Any) -> int:
+    """Bytes of the tensors in `value` (a tensor, or a tuple/list of them, nested)."""
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, (list, tuple)):
+        return sum(tensor_bytes(v) for v in value)
+    return 0
+
+
+def measured_on_meta(make: Callable[[str], Any]) -> int | None:
+    """The bytes of what `make(device)` returns, made on the meta device, which allocates
+    nothing; None when `make` cannot run there (it reads values, or builds on NumPy)."""
+    try:
+        with torch.random.fork_rng(devices=[]), torch.device("meta"):
+            return tensor_bytes(make("meta"))
+    except Exception:  # noqa: BLE001 - any failure means only the real allocation can tell
+        return None
+
+
+def sizes_on_meta(make: Callable[[str], Any], device: str) -> Any:
+    """What `make(device)` returns, made on the meta device when it can be (shapes without
+    memory), else on `device`."""
+    try:
+        with torch.random.fork_rng(devices=[]), torch.device("meta"):
+            return make("meta")
+    except Exception:  # noqa: BLE001 - NumPy inputs and the like: the real device it is
+        return make(device)
+
+
+def available_bytes(device: str) -> tuple[int, str] | None:
+    """(bytes, what they are) the inputs can take: free GPU memory (the caching allocator's
+    unused reserve included), or in interpreter mode the host's MemAvailable."""
+    if device.startswith("cuda"):
+        free, _ = torch.cuda.mem_get_info()
+        spare = torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
+        return free + spare, "free on the GPU"
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024, "available on this host (MemAvailable)"
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def size_text(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000:
+            return f"{n:.3g} {unit}"
+        n /= 1000
+    return f"{n:,.1f} TB"
+
+
+TOO_LARGE_REMEDY = (
+    "pick a smaller shape (--shape, or a smaller shape set in the KernelSpec); in interpreter "
+    "mode a case's tensors live in host memory"
+)
+
+
+def make_inputs(make: Callable[[str], Any], what: str, device: str, copies: int = 1) -> Any:
+    """`make(device)`, refused before any allocation when the tensors it would make, `copies`
+    times over (guarded copies beside the originals), exceed the memory `available_bytes`
+    finds; an allocator that gives out anyway is turned into the same message."""
+    need = measured_on_meta(make)
+    have = available_bytes(device)
+    if need is not None and have is not None and need * copies > have[0]:
+        twice = f" ({copies} copies: the guarded ones beside the originals)" if copies > 1 else ""
+        raise _too_large(f"{what} need {size_text(need * copies)}{twice}", have)
+    try:
+        return make(device)
+    except (torch.OutOfMemoryError, MemoryError) as exc:
+        raise _too_large(f"{what} did not fit ({type(exc).__name__})", have) from exc
+    except RuntimeError as exc:
+        if "can't allocate memory" not in str(exc):
+            raise
+        raise _too_large(f"{what} did not fit ({str(exc).splitlines()[0][:200]})", have) from exc
+
+
+def _too_large(said: str, have: tuple[int, str] | None) -> Exception:
+    there = f"; {size_text(have[0])} {have[1]}" if have else ""
+    return fail("inputs-too-large", said + there, TOO_LARGE_REMEDY, source="usage")
+
+
+def inputs_text(shape: Any, dtype: str | None) -> str:
+    """'the inputs of shape (4096, 4096) float16', for messages."""
+    made = f"shape {tuple(shape)}" if shape else "get_inputs()"
+    return f"the inputs of {made}" + (f" {dtype}" if dtype else "")

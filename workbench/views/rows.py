@@ -6,6 +6,7 @@ import os
 from typing import TYPE_CHECKING
 
 from workbench.catalog.discovery import KernelEntry
+from workbench.check import access
 from workbench.check.result import CaseResult, CheckReport
 from workbench.diagnosis.measured import bank_conflict_ratios, clean_message
 from workbench.views.text import fmt
@@ -54,9 +55,23 @@ def check_verdict(report: CheckReport) -> str:
         f"{s['errors']} errors, {s['skipped']} skipped; {report.mode} mode)"
     )
     lines = [line] + ([f"  fix: {s['fix']}"] if s["fix"] else [])
+    seen = [r for c in report.cases for r in c.accesses] + report.sanitizer.get("accesses", [])
+    lines += [f"  access: {said}" for said in access.across(seen)]
     lines += [f"  fact: {words}" for key, words in FACTS.items() if s.get(key)]
     if s["error_trend"]:
         lines.append(f"  fact: {_trend_words(s['error_trend'])}")
+    return "\n".join(lines)
+
+
+def sanitizer_lines(report: dict) -> str:
+    """compute-sanitizer's part of a check: the tool, its error count, what it could not read
+    and where its log is."""
+    errors = report.get("errors")
+    said = f"{errors} error(s)" if errors is not None else "no ERROR SUMMARY"
+    lines = [f"compute-sanitizer {report.get('tool')}: {said}; log {report.get('log')}"]
+    if report.get("missing"):
+        lines.append(f"  {report['missing']}")
+    lines += [f"  unread: {text}" for text in report.get("other", [])[:3]]
     return "\n".join(lines)
 
 
