@@ -299,3 +299,21 @@ def test_ncu_flops_replace_the_count_and_a_spec_still_wins(spill_memory):
     assert "FLOPs: ncu, bytes: spec" in placed.text
     declared = rl.from_bench(replace(rec, flops_source=SPEC), bench, [counted])
     assert declared.figures["flops_source"] == SPEC and declared.figures["flops"] == rec.flops
+
+
+def test_ncu_counts_a_gemms_flops_exactly_on_a_real_report():
+    """The three-name bf16 GEMM (4096^3) profiled on an H200 with the FLOP counters every preset
+    now collects: ncu's tensor-path count is exactly 2 M N K, and with the bench of the same
+    run the GEMM is placed compute-bound from ncu's FLOPs, near the measured matmul rate."""
+    summary = ncureport.load(str(FIXTURES / "ncu_matmul_bf16_h200.ncu-rep")).to_dict()
+    (launch,) = summary["kernels"]
+    assert launch["tensor_flops"] == 2 * 4096**3 and launch["fp_flops"] == 0
+    doc = json.loads((FIXTURES / "bench_h200_matmul_bf16.json").read_text())
+    bench = BenchResult.from_dict(doc["result"])
+    (rec,) = bench.records
+    assert (rec.flops, rec.flops_source) == (2 * 4096**3, FLOP_COUNTER)
+    placed = rl.from_bench(rec, bench, [launch])
+    assert placed.bound == "compute" and placed.figures["flops_source"] == NCU
+    assert placed.ratio == pytest.approx(rec.tflops / 714.7, rel=0.05)
+    ncu_rate = launch["tensor_flops"] / launch["duration_ns"] / 1e3
+    assert ncu_rate == pytest.approx(rec.tflops, rel=0.10)  # the goal: within 10 % of ncu
