@@ -55,7 +55,7 @@ def test_fixed_twins_and_library_kernels_raise_nothing_above_info(name: str):
 def test_the_tail_finding_says_what_the_check_saw():
     (tail,) = diagnose(cpu_facts("pitfall_tail")).findings
     assert tail.severity == "high" and "last, partial tile" in tail.title
-    assert tail.evidence["unwritten"] > 0 and tail.evidence["boundary_block"] == 16
+    assert tail.evidence["unwritten"] > 0 and tail.evidence["boundary_block"] == 1024
     assert "mask=" in tail.fix
 
 

@@ -2,11 +2,12 @@
 
 Each case draws fresh random inputs, poisons every fresh allocation with one NaN and the gaps of
 strided input copies with another, so unwritten outputs and out-of-view reads show apart, runs
-kernel and reference, and compares them (`check.compare`). A three-name module, whose
-get_inputs() gives one shape, is also checked at irregular shapes cut from those inputs (the
-"derived" set, last); a kernel that raises there hard-codes its sizes, and the case is skipped
-with that reason. The facts recorded per case and for the whole check (`check.verdict`) feed the
-diagnosis.
+the reference on wider inputs (`check.exact`) and at the test dtype, then the kernel (its
+launches recorded, `check.launches`), and compares them (`check.compare`). A three-name module,
+whose get_inputs() gives one shape, is also checked at irregular shapes cut from those inputs
+(the "derived" set, last); a kernel that raises there hard-codes its sizes, and the case is
+skipped with that reason. The facts recorded per case and for the whole check
+(`check.verdict`) feed the diagnosis.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import torch
 
 from workbench.catalog import loader
 from workbench.catalog.spec import KernelSpec, Shape
+from workbench.check import exact, launches
 from workbench.check.compare import compare
 from workbench.check.result import CaseResult, CheckReport
 from workbench.run.faults import problem_from_exception
@@ -127,11 +129,12 @@ def _compare_case(
     args = tuple(spec.make_inputs(shape, tdtype, device))
     if layout == "strided":
         args = tensors.noncontig_args(args)
+    wider = exact.run(spec.reference_fn, args)
     ref = tensors.outputs(spec.reference_fn(*args))
-    with tensors.poisoned_allocations():
+    with tensors.poisoned_allocations(), launches.recorded(case.launches):
         out = tensors.outputs(spec.kernel_fn(*args))
     _sync(device)
-    compare(spec, case, out, ref, dtype)
+    compare(spec, case, out, ref, dtype, wider)
     if layout == "contiguous":
         with tensors.poisoned_allocations():
             again = tensors.outputs(spec.kernel_fn(*args))

@@ -161,6 +161,11 @@ PITFALLS: tuple[Pitfall, ...] = (
         "pass mask= (and other= for loads) to tl.{op} for the boundary tile: offsets < n covers "
         "the last, partial tile",
         "seed 000 'No boundary mask'; seed 002 'Diffs at boundaries'",
+        variants={
+            "grid": "launch triton.cdiv(n, {parameter}) programs, not n // {parameter}: the "
+            "last, partial tile has none; then pass mask= (and other= for loads) to tl.{op} so "
+            "that offsets < n stay in bounds"
+        },
     ),
     Pitfall(
         "assumes-contiguous",
