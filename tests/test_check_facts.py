@@ -334,6 +334,7 @@ def test_three_name_tail_is_found_at_a_derived_irregular_shape(reports):
     assert derived.shape == [4096 * 3 // 4 + 1] and derived.status == "failed"
     assert derived.unwritten == 1 and derived.boundary_only
     assert [c.shape_set for c in report.cases][-1] == loader.DERIVED  # derived cases last
+    assert verdict.DERIVED == loader.DERIVED and all(verdict.derived(c) for c in [derived])
     s = report.summary()
     assert s["verdict"] == verdict.TAIL and s["irregular_only_errors"]
 

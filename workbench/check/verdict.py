@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from workbench.catalog.loader import DERIVED
 from workbench.catalog.spec import DEFAULT_TOLERANCES
 
 if TYPE_CHECKING:
@@ -57,6 +56,9 @@ FIXES = {
     RAISED: "read the case errors: each names its file and line",
 }
 
+DERIVED = "derived"
+"""The set of a three-name module's irregular sizes (`catalog.loader.DERIVED`; the loader, which
+imports Triton, stays out of the UI's process)."""
 REGULAR_MULTIPLE = 16
 """In a check whose sets are not named regular and irregular, a shape with every size a
 multiple of this is regular: the smallest block a kernel tiles with."""
