@@ -24,7 +24,8 @@ a 16-bit output's rounding. A kernel may round once more than the reference (an 
 kept at the test dtype: twice the worst element's error, sqrt(2) times the L2 one), and the
 worst of a few thousand elements varies from draw to draw by tens of percent: 2 x 2. A 16-bit
 accumulator rounds K / BLOCK_K times; its error grows like the square root of that count and
-passes four single roundings after some 16 to 32 of them, so the bug fails at any long K."""
+passes four single roundings after some 16 to 32 of them: against a reference that rounds once,
+the bug fails from K of a thousand or two on."""
 FLOOR_ULPS = 2.0
 """Errors within this many ulps of the output dtype pass whatever the reference's own error:
 an exact reference (a copy, a max) has none, yet a kernel that rounds once or twice where it

@@ -346,7 +346,9 @@ PITFALLS: tuple[Pitfall, ...] = (
     Pitfall(
         "nan-inf",
         "NaN/Inf",
-        "the kernel makes NaN or Inf where the reference is finite",
+        "the kernel makes NaN or Inf where the reference is finite, on its own contiguous inputs "
+        "with every output written and nothing read past an input (elsewhere they are the "
+        "evidence of that tail or layout)",
         "correctness",
         ("check",),
         NAN_FIX,
