@@ -163,8 +163,8 @@ def cpu_cli(
 
 
 def compare_spec(tolerances: dict[str, Tolerance] | None = None) -> KernelSpec:
-    """A spec for `check.compare` alone: it reads nothing but the tolerances (the defaults unless
-    given), so the functions and shapes are placeholders."""
+    """A spec for `check.compare` alone: it reads nothing but the tolerances (the calibrated rule
+    unless given), so the functions and shapes are placeholders."""
     return KernelSpec(
         "compared",
         _same,

@@ -19,6 +19,8 @@ from workbench.catalog import loader
 from workbench.check import verdict
 from workbench.check.compare import compare
 from workbench.check.result import CaseResult, CheckReport
+from workbench.cli import check as check_cli
+from workbench.run import jobs
 from workbench.runtime import tensors
 from workbench.runtime.errors import WorkbenchError
 from workbench.views.rows import check_verdict
@@ -33,6 +35,7 @@ GROUPS = (
         "dropout_unscaled": (FLAWED, {"dtypes": F32, "shape_sets": ["regular"]}),
         "dropout_keeps_p": (FLAWED, {"dtypes": F32, "shape_sets": ["regular"]}),
         "softmax_no_max": (FLAWED, {"dtypes": F32}),
+        "softmax_no_max_rows": (FLAWED, {}),
         "mean_over_block": (FLAWED, {"dtypes": F32}),
         "copy_ignores_strides": (FLAWED, {"dtypes": ["float32", "float16"]}),
     },
@@ -321,6 +324,7 @@ def test_three_name_tail_is_found_at_a_derived_irregular_shape(reports):
     assert derived.shape == [4096 * 3 // 4 + 1] and derived.status == "failed"
     assert derived.unwritten == 1 and derived.boundary_only
     assert [c.shape_set for c in report.cases][-1] == loader.DERIVED  # derived cases last
+    assert verdict.DERIVED == loader.DERIVED and all(verdict.derived(c) for c in [derived])
     s = report.summary()
     assert s["verdict"] == verdict.TAIL and s["irregular_only_errors"]
 
@@ -335,13 +339,81 @@ def test_three_name_hard_coded_sizes_are_skipped_not_failed(reports):
 
 def test_the_verdict_lines_name_the_verdict_its_fix_and_the_facts(reports):
     lines = check_verdict(reports["tail_three_name"]).splitlines()
-    assert lines[0].startswith("tail_three_name: NOT CORRECT: tail not covered (missing mask) (")
-    assert lines[1].startswith("  fix: mask every tl.load")
+    assert lines[0] == "tail_three_name on its given inputs: CORRECT (1 passed; interpreter mode)"
+    assert lines[1] == (
+        "tail_three_name on derived inputs (irregular sizes cut from get_inputs() and strided "
+        "copies): NOT CORRECT: tail not covered (missing mask) (1 passed, 2 failed)"
+    )
+    assert lines[2].startswith("  fix: mask every tl.load")
     assert "  fact: errors only at shapes that are not multiples of the block" in lines
+    assert (
+        "  fact: the grid launches n // BLOCK programs (BLOCK=256): the partial tile has none"
+        in (lines)
+    )
+    assert any(
+        line.startswith("  rule: kernel error against the reference on float64") for line in lines
+    )
     trend = check_verdict(reports["sum_fp16_acc"])
     assert "grows with dimension 1" in trend and math.isfinite(
         reports["sum_fp16_acc"].summary()["error_trend"]["rel_l2"][-1]
     )
-    assert (
-        check_verdict(reports["gelu_dropout"]).splitlines()[0].startswith("gelu_dropout: CORRECT (")
+    first = check_verdict(reports["gelu_dropout"]).splitlines()[0]
+    assert first.startswith("gelu_dropout on its given inputs: CORRECT (")
+
+
+def _exit_status(report: CheckReport, capsys: pytest.CaptureFixture) -> int:
+    """What `check` exits with for this result (its JSON printed and dropped)."""
+    outcome = jobs.Outcome(jobs.Job("check", None, {}), "run", "dir", result=report.to_dict())
+    status = check_cli.report(outcome, True)
+    capsys.readouterr()
+    return status
+
+
+def test_the_headline_names_the_given_inputs_cause_before_the_derived_ones(reports, capsys):
+    """A softmax without the row max overflows on its own inputs; its strided copies also leave
+    rows unwritten (rows counted from the stride). The overflow leads, then the derived cause."""
+    report = reports["softmax_no_max_rows"]
+    s = report.summary()
+    assert s["given"]["verdict"] == verdict.NONFINITE and s["given"]["failed"] == 2
+    assert s["derived"]["verdict"] == verdict.UNWRITTEN and s["derived"]["failed"] == 2
+    assert s["verdict"] == verdict.NONFINITE and "subtract the row max" in s["fix"]
+    first, second = check_verdict(report).splitlines()[:2]
+    assert first.startswith(
+        "softmax_no_max_rows on its given inputs: NOT CORRECT: NaN/Inf produced"
     )
+    assert second.startswith(
+        "softmax_no_max_rows on derived inputs (strided copies): NOT CORRECT: outputs not written"
+    )
+    assert _exit_status(report, capsys) == check_cli.EXIT_WRONG == 1
+
+
+def test_exit_status_tells_wrong_on_derived_inputs_from_wrong_on_given_ones(reports, capsys):
+    assert _exit_status(reports["tail_three_name"], capsys) == check_cli.EXIT_WRONG_DERIVED == 4
+    assert reports["tail_three_name"].given_correct and not reports["tail_three_name"].correct
+    assert _exit_status(reports["scale_ignores_strides"], capsys) == 4
+    assert _exit_status(reports["mean_over_block"], capsys) == 1  # its own irregular shapes
+    assert _exit_status(reports["gelu_dropout"], capsys) == check_cli.EXIT_CORRECT == 0
+
+
+def test_the_tail_names_the_launched_block_and_the_grid_that_floors_the_size(reports):
+    report = reports["tail_three_name"]
+    derived = [c for c in report.cases if c.shape_set == loader.DERIVED]
+    assert derived and all(c.launches[0]["grid"] == [3073 // 256] for c in derived)
+    assert all(c.launches[0]["constexprs"] == {"BLOCK": 256} for c in derived)
+    assert derived[0].boundary_blocks == [16, 32, 64, 128, 256, 512, 1024, 2048]
+    assert "a 256-wide block (BLOCK=256)" in derived[0].reason
+    tail = report.summary()["tail"]
+    assert (tail["block"], tail["name"], tail["floors"]) == (256, "BLOCK", True)
+    masked = CaseResult(
+        "derived",
+        [3073],
+        "float32",
+        "contiguous",
+        status="failed",
+        boundary_only=True,
+        boundary_blocks=[16, 32, 64, 128, 256, 512, 1024, 2048],
+        launches=[{"kernel": "k", "grid": [13], "constexprs": {"BLOCK": 256, "N": 7}}],
+    )
+    assert verdict.tail([masked])["floors"] is False  # cdiv(3073, 256) programs: a mask's tail
+    masked.launches = []
+    assert verdict.tail_words([masked]) == "a block 16 to 2048 wide"

@@ -22,6 +22,7 @@ from workbench.check.result import CaseResult, CheckReport
 from workbench.diagnosis import Facts, diagnose
 from workbench.diagnosis.static import ir_findings
 from workbench.ir.linemap import map_mlir
+from workbench.runtime import tensors
 
 DIAG = FIXTURES / "diagnosis"
 MEASURED_ON_A_GPU = ("pitfall_bank_conflicts", "pitfall_launch_bound", "pitfall_small_grid")
@@ -55,7 +56,7 @@ def test_fixed_twins_and_library_kernels_raise_nothing_above_info(name: str):
 def test_the_tail_finding_says_what_the_check_saw():
     (tail,) = diagnose(cpu_facts("pitfall_tail")).findings
     assert tail.severity == "high" and "last, partial tile" in tail.title
-    assert tail.evidence["unwritten"] > 0 and tail.evidence["boundary_block"] == 16
+    assert tail.evidence["unwritten"] > 0 and tail.evidence["boundary_block"] == 1024
     assert "mask=" in tail.fix
 
 
@@ -206,3 +207,82 @@ def test_signed_remainder_of_a_difference_with_wrong_values():
     top = diagnose(facts).findings[0]
     assert (top.id, top.severity) == ("c-integer-division", "high")
     assert top.file.endswith("test_diagnosis_dynamic.py") and "(i % n + n) % n" in top.fix
+
+
+def _made(
+    ref: torch.Tensor, out: torch.Tensor, shape_set: str, layout: str, **facts: object
+) -> CaseResult:
+    """A case compared as the check compares it, then placed in its set and layout."""
+    case = CaseResult(shape_set, list(ref.shape), "float32", layout)
+    compare(compare_spec(), case, [out], [ref], "float32")
+    for key, value in facts.items():
+        setattr(case, key, value)
+    return case
+
+
+def _gpu_nan_every_other(ref: torch.Tensor) -> torch.Tensor:
+    """A strided input read as dense on a GPU: every other element comes from the padding and
+    its NaN, which the GPU's arithmetic makes canonical (no payload left)."""
+    out = ref.clone()
+    out[1::2] = float("nan")
+    return out
+
+
+def _unwritten_tail(out: torch.Tensor, n: int) -> torch.Tensor:
+    tensors.fill_nan(out[-n:], tensors.UNWRITTEN)
+    return out
+
+
+def test_a_grid_that_floors_the_size_is_a_tail_with_its_fix_and_no_nan_finding():
+    """A three-name kernel launching n // 256 programs and reading its input as dense: at the
+    size cut from get_inputs() the last element is unwritten; on strided copies the NaN it
+    reads from the padding comes out canonical. Two causes, each its finding; no nan-inf."""
+    given, cut = torch.randn(4096), torch.randn(3073)
+    launch = [{"kernel": "_double", "grid": [12], "constexprs": {"BLOCK": 256}}]
+    cases = [
+        _made(given, given.clone(), "check", "contiguous"),
+        _made(given, _gpu_nan_every_other(given), "check", "strided"),
+        _made(cut, _unwritten_tail(cut.clone(), 1), "derived", "contiguous", launches=launch),
+        _made(cut, _unwritten_tail(_gpu_nan_every_other(cut), 1), "derived", "strided"),
+    ]
+    assert cases[1].nonfinite == 2048 and cases[2].boundary_only
+    findings = diagnose(Facts("k", check=CheckReport("k", "cuda", "gpu", cases))).findings
+    assert sorted(f.id for f in findings) == ["assumes-contiguous", "no-boundary-mask"]
+    (tail,) = [f for f in findings if f.id == "no-boundary-mask"]
+    assert "BLOCK=256" in tail.title and "the grid launches n // BLOCK programs" in tail.title
+    assert tail.evidence["floors"] and tail.evidence["boundary_block"] == 256
+    assert "triton.cdiv(n, BLOCK)" in tail.fix and "not n // BLOCK" in tail.fix
+
+
+def test_nan_that_a_layout_bug_reads_is_its_evidence_not_a_second_finding():
+    cases = []
+    for n in (64, 128):
+        ref = torch.randn(n, 256)
+        cases += [
+            _made(ref, ref.clone(), "regular", "contiguous"),
+            _made(ref, _gpu_nan_every_other(ref.reshape(-1)).view(n, 256), "regular", "strided"),
+        ]
+    assert all(c.nonfinite for c in cases if c.layout == "strided")
+    findings = diagnose(Facts("k", check=CheckReport("k", "cuda", "gpu", cases))).findings
+    assert [f.id for f in findings] == ["assumes-contiguous"]
+
+
+def test_overflow_on_the_given_inputs_ranks_before_a_cause_seen_only_on_derived_ones():
+    """A softmax without its row max overflows on its own inputs; its strided copies also leave
+    rows unwritten (rows counted from the stride): the overflow first, then the layout."""
+    ref = torch.softmax(torch.randn(8, 256), -1)
+    overflow = ref.clone()
+    overflow[:, :3] = float("nan")
+    rows = overflow.clone()
+    tensors.fill_nan(rows[4:], tensors.UNWRITTEN)
+    cases = [
+        _made(ref, overflow, "regular", "contiguous"),
+        _made(ref, rows, "regular", "strided"),
+    ]
+    findings = diagnose(Facts("k", check=CheckReport("k", "cuda", "gpu", cases))).findings
+    assert [(f.id, f.evidence["given"]) for f in findings] == [
+        ("nan-inf", True),
+        ("assumes-contiguous", False),
+    ]
+    assert findings[0].evidence["nonfinite"] == 24  # the given case's own, not the strided's
+    assert "1,024 outputs left unwritten" in findings[1].title

@@ -7,14 +7,17 @@ import json
 import threading
 
 import pytest
+import triton
+import triton.language as tl
 from conftest import FIXTURES, ROOT, cli, cpu_cli
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable, Static
+from triton import knobs
 
 from workbench.catalog.discovery import discover
 from workbench.run import jobs
 from workbench.runtime.errors import WorkbenchError
-from workbench.sweep import analysis, space
+from workbench.sweep import analysis, space, timing
 from workbench.sweep.result import SweepResult
 from workbench.tui.tabs.sweep import SweepPane
 from workbench.views.actions import Finished, sweep_lines
@@ -249,3 +252,26 @@ def test_configs_the_kernels_own_prune_drops_are_shown_pruned_not_compiled():
     assert rows[4096]["status"] == "pruned" and "prune_configs_by" in rows[4096]["reason"]
     assert rows[4096]["resources"] is None  # never compiled
     assert rows[256]["status"] == rows[512]["status"] == "static"
+
+
+@triton.jit
+def _l2_norm_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(y_ptr + offs, x / tl.sqrt(tl.sum(x * x)), mask=offs < n)
+
+
+def test_triton_autotune_cache_entries_of_option_only_configs_read_back(tmp_path, monkeypatch):
+    """Triton keeps a tuning on disk as each Config's __dict__, its kwargs beside its options;
+    configs that set only num_warps (triton.Config({}, num_warps=w)) are read back as the
+    sweep labels them, the fastest being the entry Triton would serve."""
+    configs = [triton.Config({}, num_warps=w) for w in (1, 2, 4)]
+    tuner = triton.autotune(configs=configs, key=["n"])(_l2_norm_kernel)
+    entry = tmp_path / "0123abcd" / "_l2_norm_kernel.autotune.json"
+    entry.parent.mkdir()
+    stored = [(c.__dict__, [ms, ms, ms]) for c, ms in zip(configs, (0.031, 0.012, 0.020))]
+    entry.write_text(json.dumps({"key": [1024, "torch.float32"], "configs_timings": stored}))
+    monkeypatch.setattr(knobs.cache, "dir", str(tmp_path))
+    (found,) = timing.persisted(tuner)
+    assert (found["label"], found["ms"]) == ("num_warps=2,num_stages=3", 0.012)
+    assert found["key"] == [1024, "torch.float32"] and found["file"] == str(entry)

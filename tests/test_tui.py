@@ -267,7 +267,7 @@ async def test_jobs_outlive_switches_queue_cancel_and_show_errors_where_results_
         await select(app, pilot, "fault_free_copy")
         cases = app.screen.pane("check").query_one("#cases", DataTable)
         assert cases.row_count and set(column(cases, 1)) == {"float32"}
-        assert "fault_free_copy: CORRECT" in head(app, "check")
+        assert "fault_free_copy on its given inputs: CORRECT" in head(app, "check")
         kernels = app.screen.query_one(KernelList)
         assert kernels.get_row_at(kernels.cursor_row)[1] == "ok"
 

@@ -2,13 +2,15 @@
 
 Each case draws fresh random inputs (refused first when they would not fit the memory they go
 to), poisons every fresh allocation with one NaN and the gaps of strided input copies with
-another, so unwritten outputs and out-of-view reads show apart, runs kernel and reference, and
-compares them (`check.compare`). Every tensor the kernel is handed sits between guard regions,
-and in the interpreter every access is checked as it happens (`check.guards`): a write or read
-out of bounds, or a read of memory nothing wrote, fails the case at its line. A three-name
-module, whose get_inputs() gives one shape, is also checked at irregular shapes cut from those
-inputs (the "derived" set, last); a kernel that raises there hard-codes its sizes, and the case
-is skipped with that reason. The facts recorded per case and for the whole check
+another, so unwritten outputs and out-of-view reads show apart, runs the reference on wider
+inputs (`check.exact`) and at the test dtype, then the kernel (its launches recorded,
+`check.launches`), and compares them (`check.compare`). Every tensor the kernel is handed sits
+between guard regions, and in the interpreter every access is checked as it happens
+(`check.guards`): a write or read out of bounds, or a read of memory nothing wrote, fails the
+case at its line. A three-name module, whose get_inputs() gives one shape, is also checked at
+irregular shapes cut from those inputs (the "derived" set, last); a kernel that raises there
+hard-codes its sizes, and the case is skipped with that reason. The facts recorded per case and
+for the whole check
 (`check.verdict`) feed the diagnosis.
 """
 
@@ -24,7 +26,7 @@ import torch
 
 from workbench.catalog import loader
 from workbench.catalog.spec import KernelSpec, Shape
-from workbench.check import guards
+from workbench.check import exact, guards, launches
 from workbench.check.compare import compare
 from workbench.check.result import CaseResult, CheckReport
 from workbench.run.faults import problem_from_exception
@@ -177,8 +179,10 @@ def _compare_case(
     how: Guarding,
 ) -> None:
     tdtype = tensors.torch_dtype(dtype) if dtype else None
-    # the most of them alive at once: originals, strided copies twice as wide, guarded copies
+    # the most of them alive at once: originals, strided copies twice as wide, guarded copies,
+    # and the reference's float64 copies (8 bytes an element)
     copies = (1 + how.guards) * (2 if layout == "strided" else 1) + (layout == "strided")
+    copies += 8 // tdtype.itemsize if tdtype is not None and tdtype.is_floating_point else 0
     what = tensors.inputs_text(shape, dtype)
     make = lambda dev: tuple(spec.make_inputs(shape, tdtype, dev))  # noqa: E731
     made = tensors.make_inputs(make, what, device, copies)
@@ -186,11 +190,12 @@ def _compare_case(
         made = tensors.noncontig_args(made)
     watch = guards.Watch(spec.kernel_fn, made, how.interpreter, how.guards)
     args = watch.args
+    wider = exact.run(spec.reference_fn, args)
     ref = tensors.outputs(spec.reference_fn(*args))
-    with watch.kernel(how.poison):
+    with watch.kernel(how.poison), launches.recorded(case.launches):
         out = tensors.outputs(spec.kernel_fn(*args))
     _sync(device)
-    compare(spec, case, out, ref, dtype)
+    compare(spec, case, out, ref, dtype, wider)
     watch.conclude(case, out)
     if layout == "contiguous" and how.repeat and not case.accesses:  # unguarded, it may crash
         with tensors.poisoned_allocations():

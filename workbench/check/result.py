@@ -22,9 +22,26 @@ class CaseResult(Record):
     """"contiguous", or "strided" when the tensor inputs are non-contiguous views."""
     status: str = "passed"
     """passed | failed | skipped | error."""
+    rule: str = ""
+    """How the case was judged (`check.compare`): "calibrated" (against a wider run of the
+    reference, within a factor of the reference's own error or a floor), "stated" (the spec's
+    tolerance), "exact" (integer outputs); "" in results stored before rules were named."""
+    against: str = ""
+    """The yardstick: the dtype of the reference's wider run ("float64", "float32"), or ""
+    for the reference's own run at the test dtype."""
+    against_note: str = ""
+    """Why a calibrated case had no wider run to be measured against."""
     max_abs_diff: float | None = None
     max_rel_diff: float | None = None
+    """The worst element's error relative to max(|value|, RMS of the output)."""
     rel_l2: float | None = None
+    """The kernel's relative L2 error against the yardstick."""
+    ref_rel_l2: float | None = None
+    ref_max_rel: float | None = None
+    """The reference's own errors at the test dtype against the wider run (calibrated)."""
+    bound_rel_l2: float | None = None
+    bound_max_rel: float | None = None
+    """What the kernel's two errors were allowed."""
     worst_index: list[int] | None = None
     unwritten: int = 0
     """Output elements still holding the poison NaN of their fresh allocation (never written)
@@ -43,6 +60,11 @@ class CaseResult(Record):
     accesses: list[dict] = field(default_factory=list)
     """Accesses out of bounds or of uninitialised memory (`check.access`): from guard regions,
     the interpreter's bounds, or compute-sanitizer."""
+    boundary_blocks: list[int] = field(default_factory=list)
+    """Every such tile width (a few wrong elements fit many)."""
+    launches: list[dict] = field(default_factory=list)
+    """The first launch of each Triton kernel kernel_fn ran: kernel, grid and integer
+    constexprs (`check.launches`)."""
     deterministic: bool | None = None
     stochastic: dict | None = None
     """Set when the errors are another random stream's: keep_rate, ref_keep_rate, rate_bound,
@@ -68,24 +90,37 @@ class CheckReport:
         found = self.sanitizer.get("accesses")
         return bool(ran) and all(c.status == "passed" for c in ran) and not found
 
+    @property
+    def given_correct(self) -> bool:
+        """Right on the inputs the module gives (its spec's shapes, or get_inputs()),
+        whatever the cases derived from them say."""
+        given = [c for c in self.cases if c.status != "skipped" and not verdict.derived(c)]
+        return bool(given) and all(c.status == "passed" for c in given)
+
     def summary(self) -> dict:
-        """Counts by status, the report-level facts (`check.verdict`), the verdict and its fix."""
+        """Counts by status, the report-level facts (`check.verdict`), the given and derived
+        cases apart, and the verdict with its fix: the given inputs' when they are wrong (the
+        first cause), else the whole check's."""
         by: dict = {
             s: sum(c.status == s for c in self.cases) for s in ("passed", "failed", "skipped")
         }
         by["errors"] = sum(c.status == "error" for c in self.cases)
-        by["stride_only_errors"] = verdict.stride_only(self.cases)
-        by["boundary_only_errors"] = verdict.boundary_only(self.cases)
-        by["irregular_only_errors"] = verdict.irregular_only(self.cases)
-        by["nondeterministic"] = verdict.nondeterministic(self.cases)
-        by["stochastic"] = any(c.stochastic for c in self.cases)
-        by["error_trend"] = verdict.error_trend(self.cases)
+        by.update(verdict.facts(self.cases))
+        given = [c for c in self.cases if not verdict.derived(c)]
+        derived = [c for c in self.cases if verdict.derived(c)]
+        by["given"] = verdict.part(given)
+        by["derived"] = verdict.part(derived, [c for c in given if c.status == "passed"])
         found = [r for c in self.cases for r in c.accesses] + list(
             self.sanitizer.get("accesses", [])
         )
         by["accesses"] = len(found)
-        by["verdict"] = access.verdict(found) or verdict.verdict(self.cases, by)
+        # an access out of bounds names the cause itself; else the given inputs' cause first
+        named = access.verdict(found)
+        whole = named or verdict.verdict(self.cases, by)
+        wrong_given = not named and verdict.wrong(by["given"])
+        by["verdict"] = by["given"]["verdict"] if wrong_given else whole
         by["fix"] = access.FIXES.get(by["verdict"]) or verdict.FIXES.get(by["verdict"], "")
+        by["tail"] = verdict.tail(self.cases)
         return by
 
     def to_dict(self) -> dict:

@@ -73,6 +73,8 @@ class ZeroTally:
             misfit = math.sqrt(max(self.s_oo - self.s_or**2 / self.s_rr, 0.0) / self.s_oo)
             if misfit > tol.rel_l2:
                 return None  # kept values disagree by more than one factor
+            if abs(scale - 1.0) <= tol.rel_l2:
+                return None  # by no factor at all: imprecise values, a zero or two by chance
         bound = min(1.0, Z * math.sqrt(2 * q * (1 - q) / self.n) + 1 / self.n)
         return {
             "keep_rate": keep,

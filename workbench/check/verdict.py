@@ -56,6 +56,9 @@ FIXES = {
     RAISED: "read the case errors: each names its file and line",
 }
 
+DERIVED = "derived"
+"""The set of a three-name module's irregular sizes (`catalog.loader.DERIVED`; the loader, which
+imports Triton, stays out of the UI's process)."""
 REGULAR_MULTIPLE = 16
 """In a check whose sets are not named regular and irregular, a shape with every size a
 multiple of this is regular: the smallest block a kernel tiles with."""
@@ -63,6 +66,12 @@ TREND_MIN_SPAN, TREND_MIN_GROWTH = 8, 4
 TREND_FLOOR = 0.01
 """Of the dtype's default L2 bound: errors below it count as this much (rounding noise, or
 exactly 0 at a small size), so a trend must rise well above it."""
+
+
+def derived(case: CaseResult) -> bool:
+    """A case the workbench made from the module's own inputs: strided copies of them, or the
+    irregular sizes cut from a three-name module's get_inputs() (the given ones are the rest)."""
+    return case.layout == "strided" or case.shape_set == DERIVED
 
 
 def stride_only(cases: Sequence[CaseResult]) -> bool:
@@ -89,7 +98,7 @@ def irregular(case: CaseResult, named: bool) -> bool | None:
     inputs) and "regular"; any other set is neither (None), as its name means something else
     ("wide", "k"). Without such names, the sizes say so: some size not a multiple of
     REGULAR_MULTIPLE."""
-    if case.shape_set in ("irregular", "derived"):
+    if case.shape_set in ("irregular", DERIVED):
         return True
     if case.shape_set == "regular":
         return False
@@ -172,3 +181,86 @@ def verdict(cases: Sequence[CaseResult], facts: dict) -> str:
     if facts["nondeterministic"]:
         return NONDETERMINISTIC
     return TREND if facts["error_trend"] else WRONG
+
+
+def facts(cases: Sequence[CaseResult]) -> dict:
+    """What the cases have in common, as the summary and `verdict` read them."""
+    return {
+        "stride_only_errors": stride_only(cases),
+        "boundary_only_errors": boundary_only(cases),
+        "irregular_only_errors": irregular_only(cases),
+        "nondeterministic": nondeterministic(cases),
+        "stochastic": any(c.stochastic for c in cases),
+        "error_trend": error_trend(cases),
+    }
+
+
+def part(cases: Sequence[CaseResult], context: Sequence[CaseResult] = ()) -> dict:
+    """Counts and the verdict of some cases: the given ones, or the derived ones, which are
+    judged beside the given cases that passed (`context`: a strided case fails "only with
+    strided inputs" against its contiguous twin)."""
+    judged = [*cases, *context]
+    counts = {s: sum(c.status == s for c in cases) for s in ("passed", "failed", "skipped")}
+    counts["errors"] = sum(c.status == "error" for c in cases)
+    return {"cases": len(cases), **counts, "verdict": verdict(judged, facts(judged))}
+
+
+def wrong(part_: dict) -> bool:
+    """Whether a part's cases include failures or errors."""
+    return bool(part_["failed"] or part_["errors"])
+
+
+def tail(cases: Sequence[CaseResult]) -> dict | None:
+    """Where the failed cases that are wrong only in their last partial tile agree: the block
+    widths all of them fit ("blocks"), the launched constexpr among those widths ("name",
+    "block": the kernel's own block, when one value is), and "floors" when the launch ran as
+    many programs as whole blocks along a size (n // BLOCK, not triton.cdiv). None without
+    such a case."""
+    tails = [c for c in cases if c.status == "failed" and c.boundary_only]
+    if not tails:
+        return None
+    widths = set.intersection(*(set(_widths(c)) for c in tails))
+    named: dict[int, list[str]] = {}
+    for c in tails:
+        for launch in c.launches:
+            for name, value in launch.get("constexprs", {}).items():
+                if value in widths and name not in named.setdefault(value, []):
+                    named[value].append(name)
+    block = next(iter(named)) if len(named) == 1 else None
+    floors = block is not None and any(
+        size % block and size // block in launch.get("grid", [])
+        for c in tails
+        for launch in c.launches
+        for size in c.shape
+    )
+    return {
+        "cases": len(tails),
+        "blocks": sorted(b for b in widths if b),
+        "block": block,
+        "name": "=".join(named[block]) if block else None,
+        "floors": floors,
+    }
+
+
+def _widths(case: CaseResult) -> list[int]:
+    """The block widths a case's tail fits; for a result stored with only the smallest, every
+    power of two from it up to the largest size (wider blocks' tails hold narrower ones')."""
+    if case.boundary_blocks or not case.boundary_block:
+        return case.boundary_blocks
+    widths = [case.boundary_block]
+    while widths[-1] * 2 <= max(case.shape, default=0):
+        widths.append(widths[-1] * 2)
+    return widths
+
+
+def tail_words(cases: Sequence[CaseResult]) -> str:
+    """The block the tail belongs to, in words: the kernel's own, or the widths that fit."""
+    found = tail(cases)
+    if found and found["block"]:
+        return f"a {found['block']}-wide block ({found['name']}={found['block']})"
+    blocks = found["blocks"] if found else []
+    if len(blocks) == 1:
+        return f"a {blocks[0]}-wide block"
+    if blocks:
+        return f"a block {blocks[0]} to {blocks[-1]} wide"
+    return "a block"

@@ -72,8 +72,13 @@ def _progress(event: dict) -> None:
         )
 
 
+EXIT_CORRECT, EXIT_WRONG, EXIT_NOT_RUN, EXIT_WRONG_DERIVED = 0, 1, 2, 4  # 3: not saved (cli.main)
+
+
 def report(outcome: jobs.Outcome, as_json: bool) -> int:
-    """Print a check outcome; the exit status says passed (0), failed (1), or could not run (2)."""
+    """Print a check outcome; the exit status says correct (0), wrong on the given inputs (1),
+    could not run (2), not saved (3), or right on the given inputs and wrong only on the cases
+    derived from them (4)."""
     result = CheckReport.from_dict(outcome.result) if outcome.result else None
     if as_json:
         print_json(outcome.to_dict())
@@ -88,8 +93,10 @@ def report(outcome: jobs.Outcome, as_json: bool) -> int:
         print_problem(outcome.problem)
     print_run_end(outcome)
     if not result:
-        return 2
-    return 0 if result.correct else 1
+        return EXIT_NOT_RUN
+    if result.correct:
+        return EXIT_CORRECT
+    return EXIT_WRONG_DERIVED if result.given_correct else EXIT_WRONG
 
 
 def _case_problems(cases: list[CaseResult]) -> list[Problem]:

@@ -115,6 +115,8 @@ def _run(args: argparse.Namespace) -> int:
 
 NOT_SAVED = 3
 """The exit status of a command whose result the store could not keep (it is still printed)."""
+VERDICTS = (0, 1, 4)
+"""Statuses that say what a command found (4: check right on the given inputs only)."""
 
 
 def not_saved(code: int, missed: list[Problem]) -> int:
@@ -129,7 +131,7 @@ def not_saved(code: int, missed: list[Problem]) -> int:
         print_problem(first, prefix="not saved")
         if more:
             print(f"  and {len(more)} more write(s) alike", file=sys.stderr)
-    return NOT_SAVED if missed and code in (0, 1) else code
+    return NOT_SAVED if missed and code in VERDICTS else code
 
 
 def _terminated(signum: int, frame: object) -> None:

@@ -10,6 +10,7 @@ when outputs differ like two RNG streams); in its summary the facts across cases
 
 from __future__ import annotations
 
+from workbench.check import verdict
 from workbench.check.result import CaseResult
 from workbench.diagnosis.facts import Facts
 from workbench.diagnosis.finding import Finding
@@ -41,31 +42,50 @@ def _where(cases: list[CaseResult]) -> list[str]:
 
 
 def _evidence(cases: list[CaseResult], **extra: object) -> dict:
-    return {"source": "check", "cases": len(cases), "examples": _where(cases), **extra}
+    """The cases a finding rests on; "given" when one of them is on the module's own inputs
+    (`rank` puts such a cause before one seen only on inputs derived from them)."""
+    given = any(not verdict.derived(c) for c in cases)
+    return {
+        "source": "check",
+        "cases": len(cases),
+        "examples": _where(cases),
+        "given": given,
+        **extra,
+    }
 
 
 @detector("no-boundary-mask")
 def missing_tail(facts: Facts) -> list[Finding]:
-    """Errors only in the last, partial tile, or only at shapes that are not multiples of it."""
+    """Errors only in the last, partial tile (left unwritten by a grid that floors the size,
+    or wrong under a mask that stops short), or only at shapes that are not multiples of it.
+    A tail is its own cause even beside other failures (strided ones, say)."""
     summary, failed = _summary(facts), _failed(facts)
-    if not failed:
-        return []
+    tails = [c for c in failed if c.boundary_only]
     if summary.get("boundary_only_errors"):
-        how = "only in the last, partial tile (the last n % BLOCK elements)"
-    elif summary.get("irregular_only_errors") and _width_split(facts) is None:
-        how = "only at shapes that are not multiples of the tile"
+        how = "only in the last, partial tile"
+    elif tails:
+        how = f"in the last, partial tile in {len(tails)} of {len(failed)} failing case(s)"
+    elif failed and summary.get("irregular_only_errors") and _width_split(facts) is None:
+        how, tails = "only at shapes that are not multiples of the tile", failed
     else:
         return []
-    unwritten = sum(c.unwritten for c in failed)
-    read = sum(c.read_padding for c in failed)
-    blocks = sorted({c.boundary_block for c in failed if c.boundary_block})
+    tail = verdict.tail(tails) or {}
+    block = f"{tail['name']}={tail['block']}" if tail.get("block") else None
+    how += f" (the last n % {block or 'BLOCK'} elements)" if tail else ""
+    unwritten = sum(c.unwritten for c in tails)
+    read = sum(c.read_padding for c in tails)
     said = [f"{unwritten:,} outputs left unwritten"] if unwritten else []
     said += [f"{read:,} read past the inputs' bounds"] if read else []
+    if tail.get("floors"):
+        said.append(f"the grid launches n // {tail['name']} programs")
     evidence = _evidence(
-        failed,
+        tails,
         unwritten=unwritten,
         read_padding=read,
-        boundary_block=blocks[0] if blocks else None,
+        boundary_block=tail.get("block") or next(iter(tail.get("blocks") or []), None),
+        block=block,
+        parameter=tail.get("name"),
+        floors=bool(tail.get("floors")),
         op="load and tl.store",
     )
     return [
@@ -74,26 +94,41 @@ def missing_tail(facts: Facts) -> list[Finding]:
             title=f"wrong outputs {how}" + (f": {', '.join(said)}" if said else ""),
             severity="high",
             evidence=evidence,
-            fix=fix_text("no-boundary-mask", evidence),
+            fix=fix_text("no-boundary-mask", evidence, "grid" if tail.get("floors") else None),
         )
     ]
 
 
 @detector("assumes-contiguous")
 def assumes_contiguous(facts: Facts) -> list[Finding]:
-    """Right on contiguous inputs, wrong on non-contiguous views of the same cases."""
-    if not _summary(facts).get("stride_only_errors"):
+    """Wrong on non-contiguous views of cases that are right on contiguous inputs, or that
+    leave outputs unwritten or read past an input only when the inputs are strided."""
+    cases = _cases(facts)
+    twins = {_key(c): c for c in cases if c.layout == "contiguous"}
+    failed = [c for c in _failed(facts) if c.layout == "strided" and _key(c) in twins]
+    wrong = [c for c in failed if twins[_key(c)].status == "passed"]
+    misread = [
+        c for c in failed if (c.unwritten or c.read_padding) and not _misaddressed(twins[_key(c)])
+    ]
+    strided = wrong or misread
+    if not strided:
         return []
-    failed = _failed(facts)
-    read = sum(c.read_padding for c in failed)
-    passed = sum(c.layout == "contiguous" and c.status == "passed" for c in _cases(facts))
-    title = (
-        f"right on {passed} contiguous case(s), wrong on {len(failed)} non-contiguous one(s): "
-        "the kernel assumes contiguous inputs"
-    )
+    read = sum(c.read_padding for c in strided)
+    passed = sum(c.layout == "contiguous" and c.status == "passed" for c in cases)
+    if wrong:
+        title = (
+            f"right on {passed} contiguous case(s), wrong on {len(wrong)} non-contiguous one(s): "
+            "the kernel assumes contiguous inputs"
+        )
+    else:
+        unwritten = sum(c.unwritten for c in strided)
+        title = (
+            f"only with non-contiguous inputs, {unwritten:,} outputs left unwritten in "
+            f"{len(strided)} case(s): the kernel assumes contiguous inputs"
+        )
     if read:
         title += f" ({read:,} outputs hold the strided copies' padding: read as if contiguous)"
-    evidence = _evidence(failed, read_padding=read, contiguous_passed=passed)
+    evidence = _evidence(strided, read_padding=read, contiguous_passed=passed)
     return [
         Finding(
             "assumes-contiguous",
@@ -103,6 +138,10 @@ def assumes_contiguous(facts: Facts) -> list[Finding]:
             fix_text("assumes-contiguous", evidence),
         )
     ]
+
+
+def _key(case: CaseResult) -> tuple:
+    return (case.shape_set, tuple(case.shape), case.dtype)
 
 
 @detector("reduction-across-blocks")
@@ -154,7 +193,11 @@ def error_growth(facts: Facts) -> list[Finding]:
 
 @detector("nan-inf")
 def nan_inf(facts: Facts) -> list[Finding]:
-    cases = [c for c in _cases(facts) if c.nonfinite]
+    """NaN/Inf the kernel made on cases whose addressing is right (the module's own inputs,
+    contiguous, nothing unwritten or read outside an input, not only in the tail): there they
+    come from the arithmetic. Elsewhere they are what a tail, a layout or a bound the kernel
+    gets wrong reads and writes, evidence of that cause and not a second one."""
+    cases = [c for c in _cases(facts) if c.nonfinite and _addressed(c)]
     if not cases:
         return []
     count = sum(c.nonfinite for c in cases)
@@ -280,6 +323,15 @@ def signed_division(facts: Facts) -> list[Finding]:
             fix_text("c-integer-division", evidence),
         )
     ]
+
+
+def _misaddressed(case: CaseResult) -> bool:
+    """Outputs unwritten or inputs read outside their view: the addressing is wrong."""
+    return bool(case.unwritten or case.read_padding)
+
+
+def _addressed(case: CaseResult) -> bool:
+    return not (verdict.derived(case) or _misaddressed(case) or case.boundary_only)
 
 
 def _is_number(v: object) -> bool:

@@ -171,6 +171,11 @@ PITFALLS: tuple[Pitfall, ...] = (
         "pass mask= (and other= for loads) to tl.{op} for the boundary tile: offsets < n covers "
         "the last, partial tile",
         "seed 000 'No boundary mask'; seed 002 'Diffs at boundaries'",
+        variants={
+            "grid": "launch triton.cdiv(n, {parameter}) programs, not n // {parameter}: the "
+            "last, partial tile has none; then pass mask= (and other= for loads) to tl.{op} so "
+            "that offsets < n stay in bounds"
+        },
     ),
     Pitfall(
         "assumes-contiguous",
@@ -351,7 +356,9 @@ PITFALLS: tuple[Pitfall, ...] = (
     Pitfall(
         "nan-inf",
         "NaN/Inf",
-        "the kernel makes NaN or Inf where the reference is finite",
+        "the kernel makes NaN or Inf where the reference is finite, on its own contiguous inputs "
+        "with every output written and nothing read past an input (elsewhere they are the "
+        "evidence of that tail or layout)",
         "correctness",
         ("check",),
         NAN_FIX,

@@ -264,7 +264,8 @@ def explain(findings: list[Finding]) -> list[Finding]:
 
 def rank(findings: list[Finding]) -> list[Finding]:
     """Most severe first; at one severity, wrong results before time (a wrong kernel's speed is
-    moot), then most to gain (unknown gains last)."""
+    moot), a cause seen on the module's own inputs before one seen only on inputs the check
+    derived from them, then most to gain (unknown gains last)."""
     severity = {s: i for i, s in enumerate(SEVERITIES)}
     kinds = {k: i for i, k in enumerate(KINDS)}
     return sorted(
@@ -272,6 +273,7 @@ def rank(findings: list[Finding]) -> list[Finding]:
         key=lambda f: (
             severity.get(f.severity, len(SEVERITIES)),
             kind_of(f) not in WRONG,
+            f.evidence.get("given") is False,
             -(f.gain if f.gain is not None else -1.0),
             kinds.get(kind_of(f), len(KINDS)),
             f.id,

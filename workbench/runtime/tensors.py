@@ -369,7 +369,12 @@ def make_inputs(make: Callable[[str], Any], what: str, device: str, copies: int 
     need = measured_on_meta(make)
     have = available_bytes(device)
     if need is not None and have is not None and need * copies > have[0]:
-        twice = f" ({copies} copies: the guarded ones beside the originals)" if copies > 1 else ""
+        twice = (
+            f" ({copies} times their size: guarded, strided and the reference's wider copies "
+            "beside them)"
+            if copies > 1
+            else ""
+        )
         raise _too_large(f"{what} need {size_text(need * copies)}{twice}", have)
     try:
         return make(device)

@@ -173,12 +173,14 @@ class Sweep:
         }
 
     def _bench_setup(self, shape: Shape) -> dict:
+        from workbench.check import exact
         from workbench.runtime import tensors
 
         tdtype = tensors.torch_dtype(self.dtype) if self.dtype else None
         inputs = tuple(self.spec.make_inputs(shape, tdtype, self.ctx.device))
+        wider = exact.run(self.spec.reference_fn, inputs)
         ref = tensors.outputs(self.spec.reference_fn(*inputs))
-        return {"inputs": inputs, "ref": ref, "best": None, "shape": shape}
+        return {"inputs": inputs, "ref": ref, "wider": wider, "best": None, "shape": shape}
 
     def _time_row(self, row: dict, bench: dict, target: Any) -> None:
         """Check the config's output against the reference, then time it; failures are rows."""
@@ -197,7 +199,7 @@ class Sweep:
                     out = tensors.outputs(call())
                 torch.cuda.synchronize()
                 case = CaseResult("sweep", row["shape"], self.dtype or "as given", "contiguous")
-                compare(self.spec, case, out, bench["ref"], self.dtype)
+                compare(self.spec, case, out, bench["ref"], self.dtype, bench["wider"])
                 row["check"] = {k: getattr(case, k) for k in ("max_abs_diff", "rel_l2", "bad")}
                 if case.status != "passed":
                     row.update(status="wrong", reason=f"wrong result: {case.reason}")

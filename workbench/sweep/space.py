@@ -53,7 +53,7 @@ def from_file(path: str) -> list[Values]:
             items = json.loads(text)
             if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
                 raise ValueError("expected a list of objects")
-            configs = [_flat(i) for i in items]
+            configs = [flat(i) for i in items]
         else:
             lines = [ln.strip() for ln in text.splitlines()]
             configs = [parse_settings(ln) for ln in lines if ln and not ln.startswith("#")]
@@ -70,7 +70,9 @@ def from_file(path: str) -> list[Values]:
     return configs
 
 
-def _flat(item: dict) -> Values:
+def flat(item: dict) -> Values:
+    """A config as one flat dict, from triton.Config's own form (`{"kwargs": {...},
+    "num_warps": 8}`, as Triton's autotune cache stores it) or from a flat one."""
     if isinstance(item.get("kwargs"), dict):
         return config_values(item["kwargs"], **{k: v for k, v in item.items() if k != "kwargs"})
     return dict(item)

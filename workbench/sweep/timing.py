@@ -15,7 +15,7 @@ from typing import Any
 
 from workbench.ir.config import OPTION_NAMES
 from workbench.runtime import compat
-from workbench.sweep.space import config_values, key
+from workbench.sweep.space import config_values, flat, key
 
 FLUSH_BYTES = 256 << 20
 """What do_bench zeroes before every timed call to flush L2."""
@@ -123,6 +123,6 @@ def persisted(tuner: Any) -> list[dict]:
             continue
         if timings:
             config, ms = min(timings, key=lambda ct: ct[1])
-            values = config_values(config.get("kwargs", {}), **config)
-            found.append({"file": path, "key": data.get("key"), "label": key(values), "ms": ms})
+            label = key(flat(config))
+            found.append({"file": path, "key": data.get("key"), "label": label, "ms": ms})
     return found

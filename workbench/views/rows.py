@@ -6,7 +6,7 @@ import os
 from typing import TYPE_CHECKING
 
 from workbench.catalog.discovery import KernelEntry
-from workbench.check import access
+from workbench.check import access, rule, verdict
 from workbench.check.result import CaseResult, CheckReport
 from workbench.diagnosis.measured import bank_conflict_ratios, clean_message
 from workbench.views.text import fmt
@@ -18,7 +18,18 @@ if TYPE_CHECKING:
 
 KERNEL_HEADERS = ("name", "kind", "dtypes", "shape sets", "file")
 RESOURCE_HEADERS = ("config", "regs", "spill B", "smem B", "warps", "stages", "occ %", "limiter")
-CHECK_HEADERS = ("status", "dtype", "shape", "layout", "max|d|", "relL2", "worst", "note")
+CHECK_HEADERS = (
+    "status",
+    "dtype",
+    "shape",
+    "layout",
+    "relL2",
+    "ref relL2",
+    "worst",
+    "ref worst",
+    "worst at",
+    "note",
+)
 
 
 def kernel_row(k: KernelEntry) -> tuple[str, ...]:
@@ -32,34 +43,46 @@ def kernel_row(k: KernelEntry) -> tuple[str, ...]:
 
 
 def check_row(case: CaseResult) -> tuple[str, ...]:
+    """A case's errors: the kernel's relative L2 and worst element (relative to max(|value|,
+    RMS)) against its yardstick, and the reference's own beside them when calibrated."""
     return (
         case.status,
         case.dtype,
         "x".join(map(str, case.shape)) or "-",
         case.layout,
-        fmt(case.max_abs_diff),
-        fmt(case.rel_l2),
+        fmt(case.rel_l2, 2),
+        fmt(case.ref_rel_l2, 2),
+        fmt(case.max_rel_diff, 2),
+        fmt(case.ref_max_rel, 2),
         str(case.worst_index) if case.status == "failed" else "",
         case.reason,
     )
 
 
 def check_verdict(report: CheckReport) -> str:
-    """The check's closing lines: CORRECT or NOT CORRECT with the verdict, its fix, the facts."""
+    """The check's closing lines: the verdict on the given inputs, then on the derived ones,
+    the fix of the first cause, the facts, and the rule the cases were judged by."""
     s = report.summary()
-    head = "CORRECT" if report.correct else "NOT CORRECT"
-    if s["verdict"] != "correct":
-        head += f": {s['verdict']}"
-    line = (
-        f"{report.kernel}: {head} ({s['passed']} passed, {s['failed']} failed, "
-        f"{s['errors']} errors, {s['skipped']} skipped; {report.mode} mode)"
-    )
-    lines = [line] + ([f"  fix: {s['fix']}"] if s["fix"] else [])
+    given, derived = s["given"], s["derived"]
+    name = report.kernel
+    lines = [f"{name} on its given inputs: {_head(given)} ({_counts(given)}; {report.mode} mode)"]
+    if derived["cases"]:
+        kinds = {c.layout == "strided" for c in report.cases if verdict.derived(c)}
+        made = " and ".join(DERIVED_KINDS[k] for k in sorted(kinds))
+        lines.append(f"{name} on derived inputs ({made}): {_head(derived)} ({_counts(derived)})")
+    lines += [f"  fix: {s['fix']}"] if s["fix"] else []
     seen = [r for c in report.cases for r in c.accesses] + report.sanitizer.get("accesses", [])
     lines += [f"  access: {said}" for said in access.across(seen)]
     lines += [f"  fact: {words}" for key, words in FACTS.items() if s.get(key)]
     if s["error_trend"]:
         lines.append(f"  fact: {_trend_words(s['error_trend'])}")
+    tail = s["tail"]
+    if tail and tail["floors"]:
+        lines.append(
+            f"  fact: the grid launches n // {tail['name']} programs ({tail['name']}="
+            f"{tail['block']}): the partial tile has none"
+        )
+    lines += [f"  rule: {words}" for words in rule.words(report.cases)]
     return "\n".join(lines)
 
 
@@ -73,6 +96,23 @@ def sanitizer_lines(report: dict) -> str:
         lines.append(f"  {report['missing']}")
     lines += [f"  unread: {text}" for text in report.get("other", [])[:3]]
     return "\n".join(lines)
+
+
+DERIVED_KINDS = {False: "irregular sizes cut from get_inputs()", True: "strided copies"}
+
+
+def _head(part: dict) -> str:
+    """CORRECT or NOT CORRECT, with the verdict when it says more."""
+    if not part["cases"] - part["skipped"]:
+        return verdict.NOT_RUN
+    head = "NOT CORRECT" if verdict.wrong(part) else "CORRECT"
+    return head + (f": {part['verdict']}" if part["verdict"] != verdict.CORRECT else "")
+
+
+def _counts(part: dict) -> str:
+    shown = [f"{part['passed']} passed"]
+    shown += [f"{part[k]} {k}" for k in ("failed", "errors", "skipped") if part[k]]
+    return ", ".join(shown)
 
 
 FACTS = {
