@@ -92,6 +92,11 @@ def test_a_race_from_the_sanitizer_fails_the_check_and_is_ranked_first():
     first = diagnose(Facts(kernel="pitfall_race", check=again)).findings[0]
     assert (first.id, first.severity, first.line) == ("smem-race", "high", 41)
     assert "bar.sync" in first.fix and "line 41" in first.fix
+    # a racing kernel also differs from run to run (as on the H200): that is the race's doing
+    again.cases[0].deterministic = False
+    found = diagnose(Facts(kernel="pitfall_race", check=again)).findings
+    assert found[0].id == "smem-race" and "reduction-across-blocks" not in [f.id for f in found]
+    assert "reduction-across-blocks" in [f["id"] for f in found[0].evidence["folded"]]
 
 
 def test_the_command_wraps_the_worker_with_the_caching_allocator_off():
@@ -173,7 +178,7 @@ def test_real_captures_are_read_into_the_planted_accesses(capture: Path):
     report = sanitizer.parse(capture.read_text(), tool, [str(file)])
     assert "other" not in report, report["other"]
     if kernel.endswith("_fixed") or tool == "synccheck":
-        assert report["accesses"] == [] and report["errors"] in (0, None), report
+        assert report["accesses"] == [] and report["errors"] == 0, report  # its summary read
         return
     kinds, where = PLANTED[flawed]
     assert kinds <= {r["kind"] for r in report["accesses"]}, report

@@ -38,6 +38,8 @@ CAUSES = (
     ("no-boundary-mask", "out-of-bounds-write", False),
     ("nan-inf", "out-of-bounds-read", False),
     ("nan-inf", "uninitialised-read", False),
+    ("reduction-across-blocks", "smem-race", False),
+    ("nan-inf", "smem-race", False),
 )
 """(consequence, cause, takes its gain) folded in this order when both fire: NVIDIA's rule into
 our finding that says the same (its peer; the rule's estimate is that finding's own), then
@@ -45,7 +47,8 @@ occupancy limited by registers into the spill that takes them (a spill-free conf
 tile's occupancy, so the occupancy estimate is not the spill fix's gain). An access out of
 bounds that the check watched happen takes in the mask the TTIR or the failed cases point at
 (the access finding names the mask's line in its fix), and NaNs that a read past the end or of
-uninitialised memory brought in."""
+uninitialised memory brought in. Runs that differ, or NaNs, beside a shared-memory race the
+sanitizer saw are that race's doing."""
 
 
 def source(f: Finding) -> str:

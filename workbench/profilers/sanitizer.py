@@ -152,8 +152,12 @@ def sanitized_check(
             report["missing"] = f"{NAME} wrote no report to {log}"
         if outcome.result is not None:
             checked = CheckReport.from_dict(outcome.result)
-            checked.sanitizer = report
-            outcome.result = checked.to_dict()
+        elif report["accesses"]:  # the fault the tool caught ended the check: it is the result
+            checked = CheckReport(entry.name, "cuda", "gpu")
+        else:
+            return
+        checked.sanitizer = report
+        outcome.result = checked.to_dict()
 
     return jobs.run_job(job, on_event, cancel, wrap=launcher + wrap, finish=read_report)
 
@@ -184,7 +188,12 @@ _ACCESS = re.compile(
 _HAZARDS = re.compile(r"\[(?P<n>[\d,]+) hazards?\]")
 _BARRIER = re.compile(r"Barrier error detected\.?\s*(?P<what>.*)")
 _SUMMARY = re.compile(r"ERROR SUMMARY: (?P<n>[\d,]+) errors?")
-_RACE_SUMMARY = re.compile(r"RACECHECK SUMMARY: (?P<n>[\d,]+) hazards? displayed")
+_RACE_SUMMARY = re.compile(
+    r"RACECHECK SUMMARY: (?P<n>[\d,]+) hazards? displayed(?: \((?P<errors>[\d,]+) errors?)?"
+)
+_SKIPPED = re.compile(r"(?P<n>[\d,]+) errors? were skipped")
+_OVERFLOW = "Error buffer overflow has been detected"
+"""The tool's error buffer filled: it says so per launch and counts what it dropped."""
 SHOWN = 10
 
 
@@ -215,13 +224,20 @@ def parse(text: str, tool: str, files: list[str] | None = None) -> dict:
     records: list[dict] = []
     other: list[str] = []
     errors = hazards = None
+    skipped = 0
     for block in blocks(text):
         joined = " ".join(block)
         if m := _SUMMARY.search(joined):
             errors = _int(m.group("n"))
             continue
-        if m := _RACE_SUMMARY.search(joined):
+        if m := _SKIPPED.search(joined):
+            skipped += _int(m.group("n"))
+            continue
+        if _OVERFLOW in joined:
+            continue
+        if m := _RACE_SUMMARY.search(joined):  # racecheck's summary counts its errors too
             hazards = _int(m.group("n"))
+            errors = _int(m.group("errors")) if m.group("errors") else errors
             continue
         r = _record(block[0], joined, tool, by_name)
         if r is not None:
@@ -231,6 +247,8 @@ def parse(text: str, tool: str, files: list[str] | None = None) -> dict:
     report = {"tool": tool, "errors": errors, "accesses": access.merge(records)}
     if hazards is not None:
         report["hazards"] = hazards
+    if skipped:
+        report["skipped"] = skipped  # dropped by the tool: the records kept are a sample
     if other:
         report["other"] = other[:SHOWN]
     return report
