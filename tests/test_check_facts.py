@@ -183,6 +183,18 @@ def test_error_growing_with_one_dimension_is_a_trend():
     assert verdict.error_trend(flat) is None  # 2x across 128x: rounding, no trend
     short = [_case((64, 16), rel_l2=1e-5), _case((64, 64), rel_l2=1e-3)]
     assert verdict.error_trend(short) is None  # a 4x span is too short to tell
+    # fp16 element-wise: exact at one element, the reference's own rounding beyond: no trend
+    rounding = [
+        _case((n,), dtype="float16", rel_l2=e, ref_rel_l2=e)
+        for n, e in ((1, 0.0), (1000, 2.2e-4), (98431, 2.3e-4))
+    ]
+    assert verdict.error_trend(rounding) is None
+    # a running sum in low precision outgrows a reference that rounds once
+    running = [
+        _case((64, k), dtype="bfloat16", rel_l2=e, ref_rel_l2=2e-3)
+        for k, e in ((256, 4.4e-3), (4096, 1.5e-2), (32768, 3.8e-2))
+    ]
+    assert verdict.error_trend(running)["sizes"] == [256, 4096, 32768]
 
 
 def test_run_to_run_differences_make_the_verdict_even_when_within_tolerance():
