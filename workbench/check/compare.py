@@ -30,7 +30,14 @@ from workbench.catalog.spec import KernelSpec, Shape, Tolerance
 from workbench.check import stochastic, verdict
 from workbench.check.exact import Yardstick
 from workbench.check.result import CaseResult
-from workbench.check.rule import FACTOR, FLOOR_ULPS, GROSS_REL_L2, REORDER_ULPS
+from workbench.check.rule import (
+    FACTOR,
+    FLOOR_L2_ULPS,
+    FLOOR_ULPS,
+    GROSS_REL_L2,
+    REORDER_ULPS,
+    WORST_FACTOR,
+)
 from workbench.runtime import tensors
 from workbench.runtime.errors import Problem, WorkbenchError
 
@@ -39,10 +46,10 @@ CHUNK = 1 << 24
 MAX_BAD_INDICES = 1 << 20
 
 
-def floor(dtype: torch.dtype) -> float:
+def floor(dtype: torch.dtype, ulps: float = FLOOR_ULPS) -> float:
     """The calibrated rule's floor for outputs of `dtype`, relative to the output's scale."""
     acc = dtype if torch.finfo(dtype).bits > 32 else torch.float32
-    return max(FLOOR_ULPS * torch.finfo(dtype).eps, REORDER_ULPS * torch.finfo(acc).eps)
+    return max(ulps * torch.finfo(dtype).eps, REORDER_ULPS * torch.finfo(acc).eps)
 
 
 def compare(
@@ -148,9 +155,12 @@ def _judge(
     elif stated:
         j.rule, j.bound, j.tolerance = "stated", (stated.rel_l2, None), stated
     else:
-        low = floor(r.dtype)
         ref_l2, ref_max = j.reference or (0.0, 0.0)
-        j.rule, j.bound = "calibrated", (max(FACTOR * ref_l2, low), max(FACTOR * ref_max, low))
+        j.rule = "calibrated"
+        j.bound = (
+            max(FACTOR * ref_l2, floor(r.dtype, FLOOR_L2_ULPS)),
+            max(WORST_FACTOR * ref_max, floor(r.dtype)),
+        )
         j.tolerance = Tolerance(j.bound[1] * j.scale, j.bound[1], j.bound[0])
     _mark_bad(j, o, r, r if x is None else x)
     return j
