@@ -194,6 +194,8 @@ _RACE_SUMMARY = re.compile(
 _SKIPPED = re.compile(r"(?P<n>[\d,]+) errors? were skipped")
 _OVERFLOW = "Error buffer overflow has been detected"
 """The tool's error buffer filled: it says so per launch and counts what it dropped."""
+_FAILED = ("process didn't terminate successfully", "Target application returned an error")
+"""The checked process failed (the fault the tool caught ended it): said once, as `failed`."""
 SHOWN = 10
 
 
@@ -224,7 +226,7 @@ def parse(text: str, tool: str, files: list[str] | None = None) -> dict:
     records: list[dict] = []
     other: list[str] = []
     errors = hazards = None
-    skipped = 0
+    skipped, failed = 0, False
     for block in blocks(text):
         joined = " ".join(block)
         if m := _SUMMARY.search(joined):
@@ -234,6 +236,9 @@ def parse(text: str, tool: str, files: list[str] | None = None) -> dict:
             skipped += _int(m.group("n"))
             continue
         if _OVERFLOW in joined:
+            continue
+        if any(said in joined for said in _FAILED):
+            failed = True
             continue
         if m := _RACE_SUMMARY.search(joined):  # racecheck's summary counts its errors too
             hazards = _int(m.group("n"))
@@ -249,6 +254,8 @@ def parse(text: str, tool: str, files: list[str] | None = None) -> dict:
         report["hazards"] = hazards
     if skipped:
         report["skipped"] = skipped  # dropped by the tool: the records kept are a sample
+    if failed:
+        report["failed"] = True
     if other:
         report["other"] = other[:SHOWN]
     return report
