@@ -97,7 +97,7 @@ def test_a_garbled_database_is_named_with_its_remedy_on_write_and_on_read(tmp_pa
     out = run(reports, *CHECK)
     clean(out)
     assert out.returncode == 3, out.stderr  # the verdict printed, not saved
-    assert "vector_add: CORRECT" in out.stdout
+    assert "vector_add on its given inputs: CORRECT" in out.stdout
     assert "not saved (environment)" in out.stderr and "file is not a database" in out.stderr
     assert f"mv {reports / 'workbench.db'}" in out.stderr  # the remedy: move it aside
     [folder] = (reports / "runs").iterdir()  # the run's files are kept where they belong
@@ -174,7 +174,7 @@ def test_check_ir_and_sweep_on_a_full_disk_print_their_result_and_exit_3(tmp_pat
         assert out.returncode == 3, out.stderr
         assert "not saved (environment)" in out.stderr
         assert "No space left on device" in out.stderr and "free space" in out.stderr
-    assert "vector_add: CORRECT" in outs["check"].stdout
+    assert "vector_add on its given inputs: CORRECT" in outs["check"].stdout
     assert "vector_add [BLOCK=" in outs["ir"].stdout and "tt.load" in outs["ir"].stdout
     assert "vector_add float32 on sm_90" in outs["sweep"].stdout
     assert [p for p in tmp.iterdir() if (p / "sweep.json").is_file()]  # its files, elsewhere

@@ -308,7 +308,7 @@ def test_ncu_counts_a_gemms_flops_exactly_on_a_real_report():
     summary = ncureport.load(str(FIXTURES / "ncu_matmul_bf16_h200.ncu-rep")).to_dict()
     (launch,) = summary["kernels"]
     assert launch["tensor_flops"] == 2 * 4096**3 and launch["fp_flops"] == 0
-    doc = json.loads((FIXTURES / "bench_h200_matmul_bf16.json").read_text())
+    doc = json.loads((FIXTURES / "work_h200_matmul_bf16.json").read_text())
     bench = BenchResult.from_dict(doc["result"])
     (rec,) = bench.records
     assert (rec.flops, rec.flops_source) == (2 * 4096**3, FLOP_COUNTER)
