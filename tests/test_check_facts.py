@@ -13,7 +13,7 @@ import types
 
 import pytest
 import torch
-from conftest import FIXTURES, ROOT, compare_spec, interpreter_checks
+from conftest import FIXTURES, ROOT, cli, compare_spec, cpu_env, interpreter_checks
 
 from workbench.catalog import loader
 from workbench.check import verdict
@@ -429,3 +429,14 @@ def test_the_tail_names_the_launched_block_and_the_grid_that_floors_the_size(rep
     assert verdict.tail([masked])["floors"] is False  # cdiv(3073, 256) programs: a mask's tail
     masked.launches = []
     assert verdict.tail_words([masked]) == "a block 16 to 2048 wide"
+
+
+def test_a_plain_autotuned_module_checks_in_the_interpreter_on_its_first_config(tmp_path):
+    """Triton's autotuner benchmarks its configs with do_bench, which needs a GPU: a plain
+    three-name module with a 3-config @triton.autotune raised "0 active drivers" on a CPU host,
+    blamed on the user's line. The interpreter runs the first config alone, and says so."""
+    module = FIXTURES / "sweep_three_name.py"
+    out = cli("check", "sweep_three_name", "--path", str(module), env=cpu_env(tmp_path))
+    assert "active drivers" not in out.stdout + out.stderr
+    assert "sweep_three_name on its given inputs: CORRECT" in out.stdout, out.stdout
+    assert "note: interpreter: _scale: BLOCK: 256" in out.stdout and "untimed" in out.stdout

@@ -30,7 +30,7 @@ from workbench.check import exact, guards, launches
 from workbench.check.compare import compare
 from workbench.check.result import CaseResult, CheckReport
 from workbench.run.faults import problem_from_exception
-from workbench.runtime import gpu_lock, tensors
+from workbench.runtime import compat, gpu_lock, tensors
 from workbench.runtime.errors import WorkbenchError, fail
 
 Emit = Callable[[dict], None]
@@ -90,16 +90,21 @@ def run_check(
     if sanitize or least:
         cases = smallest(cases)
     how = Guarding(guards and not sanitize, interpreter, sanitize != "initcheck", not sanitize)
-    for i, (set_name, shape, dtype, layout) in enumerate(cases):
-        emit({"event": "progress", "done": i, "total": len(cases), "case": f"{dtype} {shape}"})
-        case = CaseResult(set_name, list(shape), dtype or "as given", layout)
-        if interpreter and dtype == "bfloat16":
-            case.status, case.reason = "skipped", INTERPRETER_BF16
-        else:
-            torch.manual_seed(seed + i)
-            _run_case(spec, case, shape, dtype, layout, device, how)
-        report.cases.append(case)
-        emit({"event": "case", "case": case.to_dict()})
+    tuners = [j for j in spec.jit if isinstance(j, compat.launcher_classes()["autotune"])]
+    with compat.first_config_only(tuners if interpreter else []) as pinned:
+        report.notes += [
+            f"interpreter: {said} alone, untimed (no GPU to tune on)" for said in pinned
+        ]
+        for i, (set_name, shape, dtype, layout) in enumerate(cases):
+            emit({"event": "progress", "done": i, "total": len(cases), "case": f"{dtype} {shape}"})
+            case = CaseResult(set_name, list(shape), dtype or "as given", layout)
+            if interpreter and dtype == "bfloat16":
+                case.status, case.reason = "skipped", INTERPRETER_BF16
+            else:
+                torch.manual_seed(seed + i)
+                _run_case(spec, case, shape, dtype, layout, device, how)
+            report.cases.append(case)
+            emit({"event": "case", "case": case.to_dict()})
     emit({"event": "progress", "done": len(cases), "total": len(cases), "case": ""})
     return report
 

@@ -83,6 +83,9 @@ class CheckReport:
     sanitizer: dict = field(default_factory=dict)
     """compute-sanitizer's run when the check ran under it (`profilers.sanitizer`): tool,
     command, log, errors, and its "accesses" (`check.access` records)."""
+    notes: list[str] = field(default_factory=list)
+    """How the check ran where that differs from what the module asks: an autotuner pinned to
+    its first config in the interpreter."""
 
     @property
     def correct(self) -> bool:
@@ -124,9 +127,11 @@ class CheckReport:
         return by
 
     def to_dict(self) -> dict:
-        return result_dict(self, "cases", *(("sanitizer",) if self.sanitizer else ()))
+        optional = ("sanitizer",) * bool(self.sanitizer) + ("notes",) * bool(self.notes)
+        return result_dict(self, "cases", *optional)
 
     @classmethod
     def from_dict(cls, d: dict) -> CheckReport:
         cases = [CaseResult.from_dict(c) for c in d["cases"]]
-        return cls(d["kernel"], d["device"], d["mode"], cases, d.get("sanitizer") or {})
+        extra = (d.get("sanitizer") or {}, d.get("notes") or [])
+        return cls(d["kernel"], d["device"], d["mode"], cases, *extra)

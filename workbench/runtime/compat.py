@@ -123,6 +123,21 @@ def pinned(target: Any, constexprs: dict[str, Any], options: dict[str, Any]) -> 
 
 
 @contextlib.contextmanager
+def first_config_only(tuners: list[Any]) -> Iterator[list[str]]:
+    """While inside, each Autotuner with several configs runs its first alone: the interpreter
+    has no GPU for the autotuner's benchmark (`do_bench` asks for a driver and fails). Yields the
+    `Autotuner name: config` of each one so pinned."""
+    saved = [(t, t.configs) for t in tuners if len(t.configs) > 1]
+    for tuner, configs in saved:
+        tuner.configs = configs[:1]
+    try:
+        yield [f"{base_function(t).__name__}: {configs[0]}" for t, configs in saved]
+    finally:
+        for tuner, configs in saved:
+            tuner.configs = configs
+
+
+@contextlib.contextmanager
 def interpreter(enabled: bool) -> Iterator[None]:
     """Decide whether @triton.jit (run inside this block) builds interpreted functions."""
     old = os.environ.get("TRITON_INTERPRET")

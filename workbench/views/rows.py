@@ -74,6 +74,7 @@ def check_verdict(report: CheckReport) -> str:
     seen = [r for c in report.cases for r in c.accesses] + report.sanitizer.get("accesses", [])
     lines += [f"  access: {said}" for said in access.across(seen)]
     lines += [f"  fact: {words}" for key, words in FACTS.items() if s.get(key)]
+    lines += [f"  note: {note}" for note in report.notes]
     if s["error_trend"]:
         lines.append(f"  fact: {_trend_words(s['error_trend'])}")
     tail = s["tail"]
