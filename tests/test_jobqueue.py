@@ -29,3 +29,19 @@ def test_waiting_for_the_gpu_is_shown_without_counting_a_step():
     task.absorb({"event": "phase", "phase": "waiting", "why": why})
     assert (task.done, task.total) == (1, 3)
     assert task.describe(now=1.0).endswith(why)
+
+
+def test_a_check_that_ends_ok_with_a_wrong_kernel_says_not_correct():
+    """The job bar said "check pitfall_tail: ok after 2.6 s" for a NOT CORRECT check."""
+    from workbench.check.result import CaseResult, CheckReport
+    from workbench.tui.jobqueue import DONE
+    from workbench.views.actions import Finished
+
+    task = Task("check", KernelEntry("pitfall_tail", "pitfall_tail.py", 1), Selection())
+    task.state, task.started_at, task.ended_at = DONE, 0.0, 2.6
+    wrong = CheckReport("pitfall_tail", "cpu", "interpreter", [CaseResult("r", [8], "float32",
+                                                                          "contiguous", "failed")])  # fmt: skip
+    task.finished = Finished("check", "pitfall_tail", "ok", wrong)
+    assert task.describe() == "check pitfall_tail: NOT CORRECT after 2.6 s"
+    wrong.cases[0].status = "passed"
+    assert task.describe() == "check pitfall_tail: ok after 2.6 s"

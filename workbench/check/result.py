@@ -117,6 +117,10 @@ class CheckReport:
             self.sanitizer.get("accesses", [])
         )
         by["accesses"] = len(found)
+        for key, part in (("given", given), ("derived", derived)):  # each part's own accesses
+            said = access.verdict([r for c in part for r in c.accesses])
+            if said and verdict.wrong(by[key]):
+                by[key]["verdict"] = said
         # an access out of bounds names the cause itself; else the given inputs' cause first
         named = access.verdict(found)
         whole = named or verdict.verdict(self.cases, by)

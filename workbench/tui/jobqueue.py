@@ -58,7 +58,7 @@ class Task:
         count = f"{self.done}/{self.total} {self.unit}" if self.total else "starting"
         text = f"{head}: {count}, {self.elapsed(now):.1f} s"
         if self.state != RUNNING:
-            status = self.finished.status if self.finished else self.state
+            status = self.finished.outcome if self.finished else self.state
             return f"{head}: {status} after {self.elapsed(now):.1f} s"
         return text + (f", {self.step}" if self.step else "")
 

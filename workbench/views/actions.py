@@ -88,6 +88,16 @@ class Finished:
     stored: bool = False
     """Read back from the store rather than run in this session."""
 
+    @property
+    def outcome(self) -> str:
+        """The job's status, or what it found when it ran to the end: a check (or a bench's
+        check) can end `ok` with the kernel wrong."""
+        return (
+            "NOT CORRECT"
+            if self.status == "ok" and getattr(self.result, "correct", None) is False
+            else self.status
+        )
+
 
 def problem_text(prefix: str, problem: Problem) -> str:
     """A problem as the CLI prints it (`views.text.print_problem`): prefix (source): where: cause,
