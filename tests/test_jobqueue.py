@@ -39,9 +39,9 @@ def test_a_check_that_ends_ok_with_a_wrong_kernel_says_not_correct():
 
     task = Task("check", KernelEntry("pitfall_tail", "pitfall_tail.py", 1), Selection())
     task.state, task.started_at, task.ended_at = DONE, 0.0, 2.6
-    wrong = CheckReport("pitfall_tail", "cpu", "interpreter", [CaseResult("r", [8], "float32",
-                                                                          "contiguous", "failed")])  # fmt: skip
+    case = CaseResult("regular", [8], "float32", "contiguous", "failed")
+    wrong = CheckReport("pitfall_tail", "cpu", "interpreter", [case])
     task.finished = Finished("check", "pitfall_tail", "ok", wrong)
     assert task.describe() == "check pitfall_tail: NOT CORRECT after 2.6 s"
-    wrong.cases[0].status = "passed"
+    case.status = "passed"
     assert task.describe() == "check pitfall_tail: ok after 2.6 s"
