@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -134,14 +135,18 @@ def alive_with(marker: str) -> bool:
 def interrupt_once_running(
     cmd: list[str], env: dict[str, str], marker: str, sig: int
 ) -> subprocess.CompletedProcess:
-    """Start the CLI command `cmd`, wait until its job child runs (a process whose command line
-    holds `marker`), send `sig` to the command and wait for it to end."""
+    """Start the CLI command `cmd`, wait until its job runs the kernel (the hanging kernels touch
+    the file WORKBENCH_TEST_RUNNING names: a process merely started may not have reached the
+    point the command handles the signal at, which made this flaky under load), send `sig` to
+    the command and wait for it to end. `marker` is in the job child's command line."""
+    running = Path(tempfile.mkdtemp()) / "running"
+    env = {**env, "WORKBENCH_TEST_RUNNING": str(running)}
     proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
-        while not alive_with(marker) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert alive_with(marker), "the job never started"
+        while not running.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert running.exists() and alive_with(marker), "the job never reached its kernel"
     finally:
         proc.send_signal(sig)
         _, stderr = proc.communicate(timeout=60)

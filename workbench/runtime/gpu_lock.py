@@ -31,10 +31,13 @@ def lock_path(device_key: str) -> Path:
 
 def device_key(device: str = "cuda") -> str:
     """The GPU's UUID (the same card whatever CUDA_VISIBLE_DEVICES numbers it), else its
-    visible index."""
+    visible index (with no CUDA in this torch, the index alone: the kernel's own launch says
+    what is wrong, not the lock)."""
     import torch
 
     index = torch.device(device).index
+    if not torch.cuda.is_available():
+        return f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'all')}-{index or 0}"
     index = torch.cuda.current_device() if index is None else index
     uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
     if uuid:

@@ -334,8 +334,11 @@ def sizes_on_meta(make: Callable[[str], Any], device: str) -> Any:
 
 def available_bytes(device: str) -> tuple[int, str] | None:
     """(bytes, what they are) the inputs can take: free GPU memory (the caching allocator's
-    unused reserve included), or in interpreter mode the host's MemAvailable."""
+    unused reserve included), or in interpreter mode the host's MemAvailable; None where it
+    cannot be told (no CUDA in this torch: whatever the kernel does with its inputs decides)."""
     if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            return None
         free, _ = torch.cuda.mem_get_info()
         spare = torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
         return free + spare, "free on the GPU"
