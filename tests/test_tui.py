@@ -339,6 +339,11 @@ async def test_ir_sweep_and_cache_of_one_kernel_then_its_file_changes(tmp_path, 
         assert "added" in code.kinds.values() or "removed" in code.kinds.values()
         await pilot.press("escape")
         assert pane.diff is None and source.lines[0].startswith('"""A plain user module')
+        app.screen.query_one(KernelList).focus()  # on the IR tab `/` searches the IR wherever
+        await pilot.press("slash")  # the focus is, not the kernel list
+        assert pane.query_one("#ir-search").has_focus
+        assert not app.screen.query_one("#filter").has_focus
+        await pilot.press("escape")
         await show(app, pilot, "resources")
         regs = column(app.screen.pane("resources").query_one("#resources", DataTable), 1)
         assert regs[:2] != ["-", "-"] and regs[2] == "-"  # two compiled, the third did not

@@ -322,8 +322,8 @@ class MainScreen(Screen[None]):
             pane = self.pane(tab_id)
             if pane is None or not hasattr(pane, f"action_{method}"):
                 return False
-            if method == "search":  # `/` searches the IR only from inside the IR tab
-                return self.focused is not None and pane in self.focused.ancestors_with_self
+            if method == "search":  # on the IR tab `/` searches the stage shown, if any
+                return bool(getattr(pane, "variants", None))
             if any(k.gpu for k in tab(tab_id).keys if k.method == method) and not gpu:
                 return None
             check = getattr(pane, f"check_{method}", None)

@@ -53,6 +53,7 @@ class IRPane(Pane):
         self.result, self.variants, self.diff, self.found = None, [], None, []
         for view in self.query(CodeView):
             view.load([])
+            view.border_title = ""  # not the last kernel's file and stage over an empty pane
         self.query_one("#ir-status", Static).update("")
 
     def render_result(self, result: Any, finished: Finished) -> None:
