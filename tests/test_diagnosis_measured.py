@@ -144,3 +144,23 @@ def test_a_spill_seen_only_through_local_traffic_is_found(launch):
     assert spill_finding(by_bytes) is not None
     clean = {**by_bytes, "local_bytes": 0}
     assert spill_finding(clean) is None
+
+
+def test_ncu_placement_edges():
+    """Placed by ncu's throughputs: the busier of DRAM and SM decides at a hair either way; all
+    under the latency bound is neither."""
+    from workbench.diagnosis.roofline import LATENCY_BOUND, from_ncu
+
+    base = {"launch": 0, "memory_throughput_pct": None}
+    assert (
+        from_ncu({**base, "dram_throughput_pct": 61.0, "sm_throughput_pct": 60.0}).bound == "memory"
+    )
+    assert (
+        from_ncu({**base, "dram_throughput_pct": 59.0, "sm_throughput_pct": 60.0}).bound
+        == "compute"
+    )
+    low = LATENCY_BOUND - 1
+    assert (
+        from_ncu({**base, "dram_throughput_pct": low, "sm_throughput_pct": low}).bound == "latency"
+    )
+    assert from_ncu({**base, "dram_throughput_pct": None, "sm_throughput_pct": 50.0}) is None
