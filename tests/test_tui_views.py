@@ -131,19 +131,25 @@ def test_kernel_standing_from_the_store_and_its_order(tmp_path):
     run("check", "gelu", check("passed", "skipped"))
     run("check", "layer_norm", None, status="timeout")  # ended before a result: how it ended
     run("ir", "gelu", spill)  # findings high and medium: 2 above info
-    run("diagnose", "gelu", summary={"above_info": 3}, started=now - 60)  # older than the ir run
+    run("diagnose", "gelu", summary={"above_info": 3}, started=now - 60)  # the fuller picture
+    run("check", "softmax_online", check("passed", "failed"), started=now - 60)
+    Store().record(  # a check cancelled midway, after the FAIL: the FAIL stands
+        RunRecord("check-again", "check", "softmax_online", None, {}, "cancelled", now, 1.0, "h",
+                  "gpu", None, None, None, None)
+    )  # fmt: skip
     run("bench", "gelu", bench.to_dict())
     run("cache", "gelu", summary={"dead": 0})
     status = kernels.statuses([k.name for k in catalog.kernels])
     assert status["softmax"].check == "FAIL" and status["gelu"].check == "ok"
     assert status["layer_norm"].check == "timeout"
-    assert status["gelu"].findings == 2 and status["gelu"].roofline == best
+    assert status["gelu"].findings == 3 and status["gelu"].roofline == best
+    assert status["softmax_online"].check == "FAIL"
     assert status["gelu"].stale_cache is False and status["attention"] == kernels.NO_STATUS
     gelu = catalog.find("gelu")
-    assert kernels.row(gelu, status["gelu"]) == ("gelu", "ok", f"{best:.0%}", "2", "ok", "")
+    assert kernels.row(gelu, status["gelu"]) == ("gelu", "ok", f"{best:.0%}", "3", "ok", "")
 
     names = [e.name for e in kernels.ordered(catalog.kernels, status, column="check")]
-    assert names[:3] == ["softmax", "layer_norm", "gelu"]  # wrong, unfinished, ok; unchecked last
+    assert names[:4] == ["softmax", "softmax_online", "layer_norm", "gelu"]  # wrong, unfinished, ok
     assert [e.name for e in kernels.ordered(catalog.kernels, status, "soft max")] == [
         "softmax",
         "softmax_online",

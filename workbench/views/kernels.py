@@ -42,7 +42,7 @@ def status_of(name: str, store: Store) -> KernelStatus:
     check as "unreadable" and its other columns as unknown ("-")."""
     from workbench.run.store import RESULT_ERRORS, UNREADABLE
 
-    check = _newest(store, name, "check")
+    check = _newest(store, name, "check", skip_cancelled=True)
     bench = _newest(store, name, "bench")
     compiled = _newest(store, name, "ir")
     diagnosed = _newest(store, name, "diagnose")
@@ -72,9 +72,12 @@ def statuses(names: Sequence[str], store: Store | None = None) -> dict[str, Kern
     return {n: status_of(n, store) if n in known else NO_STATUS for n in names}
 
 
-def _newest(store: Store, name: str, kind: str) -> RunRecord | None:
-    found = store.history(name, kind, limit=1)
-    return found[0] if found else None
+def _newest(store: Store, name: str, kind: str, skip_cancelled: bool = False) -> RunRecord | None:
+    """The newest run of a kind; `skip_cancelled`: the newest that ran to an end, a cancelled
+    one only when none did (a check cancelled midway says nothing of the earlier FAIL)."""
+    found = store.history(name, kind, limit=10 if skip_cancelled else 1)
+    ended = [r for r in found if r.status != "cancelled"] if skip_cancelled else []
+    return (ended or found or [None])[0]
 
 
 def _check_word(run: RunRecord) -> str:
@@ -94,8 +97,9 @@ def _roofline(run: RunRecord) -> float | None:
 
 
 def _findings(compiled: RunRecord | None, diagnosed: RunRecord | None) -> int | None:
-    """From the newest diagnose when it is newer than the newest compile, else the compile's."""
-    if diagnosed and (compiled is None or diagnosed.started >= compiled.started):
+    """From the newest diagnose, which holds the compile's static findings and the rest; the
+    newest compile's only without one (a later `ir` run showed 0 beside a high finding)."""
+    if diagnosed:
         above = (diagnosed.summary or {}).get("above_info")
         if above is not None:
             return int(above)
