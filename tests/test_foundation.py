@@ -100,6 +100,8 @@ def test_interrupting_the_cli_stops_its_job_and_keeps_the_run(tmp_path, sig):
     assert not alive_with(marker)
     [run] = Store(reports).history()
     assert (run.kernel, run.status) == ("fault_hang", "cancelled")
+    said = "Ctrl-C" if sig == signal.SIGINT else "SIGTERM"  # not a bare ^C: what, and what next
+    assert f"stopped by {said}: the running job was cancelled" in proc.stderr
 
 
 def test_once_the_jobs_are_stopped_no_thread_starts_another(tmp_path):

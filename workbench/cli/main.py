@@ -92,6 +92,7 @@ def _run(args: argparse.Namespace) -> int:
     from workbench.run import jobs, store  # not at the top: the UI opens without them
 
     before = len(store.unsaved())
+    _RUNNING[:] = [args.command]  # what a signal's last words name
     try:
         code = int(args.run(args))
         sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at exit
@@ -104,6 +105,7 @@ def _run(args: argparse.Namespace) -> int:
         return NOT_SAVED if isinstance(exc, store.NotSaved) else 2
     except KeyboardInterrupt:
         jobs.stop_all()
+        _say_stopped("Ctrl-C", args.command)
         return 130
     except BrokenPipeError:
         # The reader left (`| head`): nothing more can be shown. Python's own flush at exit
@@ -140,7 +142,24 @@ def _terminated(signum: int, frame: object) -> None:
     from workbench.run import jobs
 
     jobs.stop_all()
+    _say_stopped(signal.Signals(signum).name, _RUNNING[0] if _RUNNING else None)
     raise SystemExit(128 + signum)
+
+
+RESUMES = {"sweep": "--resume keeps the configs that finished", "bench": "--all takes --resume"}
+_RUNNING: list[str] = []
+"""The command this process runs, for the signal handler."""
+
+
+def _say_stopped(how: str, command: str | None) -> None:
+    """What an interrupted command says last, instead of a bare ^C: what became of its jobs and
+    how to go on."""
+    again = f"; {command}: {RESUMES[command]}" if command in RESUMES else ""
+    print(
+        f"\nstopped by {how}: the running job was cancelled and kept in the history as "
+        f"cancelled; run the command again to redo it{again}",
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":
