@@ -274,3 +274,14 @@ def test_the_same_static_finding_of_many_configs_is_one_line_naming_them():
     assert text.count("low-occupancy") == 1 and text.count("register-spill:9") == 1
     assert "configs: BLOCK=16, BLOCK=32, BLOCK=64 and 2 more" in text
     assert finding_lines([]) == "no static findings"
+
+
+def test_a_case_of_get_inputs_is_named_by_its_tensors_shapes():
+    """A three-name module's given case has no shape of the spec's: it showed as `-`."""
+    from workbench.check.result import CaseResult
+    from workbench.views.rows import case_shape, check_row
+
+    given = CaseResult("check", [], "as given", "contiguous", inputs=[[4, 64, 56, 56], [64], []])
+    assert case_shape(given) == "4x64x56x56, 64, scalar" == check_row(given)[2]
+    assert case_shape(CaseResult("regular", [4096], "float32", "contiguous")) == "4096"
+    assert case_shape(CaseResult("check", [], "as given", "contiguous")) == "-"  # stored before

@@ -191,6 +191,7 @@ def _compare_case(
     what = tensors.inputs_text(shape, dtype)
     make = lambda dev: tuple(spec.make_inputs(shape, tdtype, dev))  # noqa: E731
     made = tensors.make_inputs(make, what, device, copies)
+    case.inputs = [list(a.shape) for a in made if isinstance(a, torch.Tensor)]
     if layout == "strided":
         made = tensors.noncontig_args(made)
     watch = guards.Watch(spec.kernel_fn, made, how.interpreter, how.guards)

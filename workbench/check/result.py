@@ -65,6 +65,8 @@ class CaseResult(Record):
     launches: list[dict] = field(default_factory=list)
     """The first launch of each Triton kernel kernel_fn ran: kernel, grid and integer
     constexprs (`check.launches`)."""
+    inputs: list[list[int]] = field(default_factory=list)
+    """The shapes of its tensor inputs: what names a case whose inputs get_inputs() made."""
     deterministic: bool | None = None
     stochastic: dict | None = None
     """Set when the errors are another random stream's: keep_rate, ref_keep_rate, rate_bound,

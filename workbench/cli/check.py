@@ -12,7 +12,13 @@ from workbench.cli.options import add_command_options
 from workbench.profilers import sanitizer
 from workbench.run import jobs
 from workbench.runtime.errors import Problem, fail
-from workbench.views.rows import CHECK_HEADERS, check_row, check_verdict, sanitizer_lines
+from workbench.views.rows import (
+    CHECK_HEADERS,
+    case_shape,
+    check_row,
+    check_verdict,
+    sanitizer_lines,
+)
 from workbench.views.text import print_json, print_problem, print_run_end, table
 
 
@@ -65,9 +71,9 @@ def _refuse_unknown_sets(entry: KernelEntry, wanted: list[str]) -> None:
 
 def _progress(event: dict) -> None:
     if event.get("event") == "case":
-        c = event["case"]
+        c = CaseResult.from_dict(event["case"])
         print(
-            f"  {c['status']:<7} {c['dtype']:<9} {str(tuple(c['shape'])):<16} {c['layout']}",
+            f"  {c.status:<7} {c.dtype:<9} {case_shape(c):<16} {c.layout}",
             file=sys.stderr,
         )
 

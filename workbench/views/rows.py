@@ -42,13 +42,20 @@ def kernel_row(k: KernelEntry) -> tuple[str, ...]:
     )
 
 
+def case_shape(case: CaseResult) -> str:
+    """The case's shape, or for inputs get_inputs() made, their tensors' shapes."""
+    if case.shape or not case.inputs:
+        return "x".join(map(str, case.shape)) or "-"
+    return ", ".join("x".join(map(str, s)) or "scalar" for s in case.inputs)
+
+
 def check_row(case: CaseResult) -> tuple[str, ...]:
     """A case's errors: the kernel's relative L2 and worst element (relative to max(|value|,
     RMS)) against its yardstick, and the reference's own beside them when calibrated."""
     return (
         case.status,
         case.dtype,
-        "x".join(map(str, case.shape)) or "-",
+        case_shape(case),
         case.layout,
         fmt(case.rel_l2, 2),
         fmt(case.ref_rel_l2, 2),
