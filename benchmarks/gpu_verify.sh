@@ -15,13 +15,7 @@ mkdir -p "$DEST"
 DEST=$(cd "$DEST" && pwd)
 export WORKBENCH_REPORTS=${WORKBENCH_REPORTS:-/tmp/wb-verify}
 export PYTHONUNBUFFERED=1
-step() {  # step NAME SECONDS COMMAND...: run, log, time
-  local name=$1 limit=$2
-  shift 2
-  local start=$SECONDS
-  timeout "$limit" "$@" >"$DEST/$name.log" 2>&1
-  echo "$name rc=$? $((SECONDS - start)) s" | tee -a "$DEST/steps.txt"
-}
+. "$(dirname "$0")/steps.sh"  # step NAME SECONDS COMMAND...
 {
   nvidia-smi -L
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"

@@ -19,13 +19,7 @@ mkdir -p "$DEST"
 DEST=$(cd "$DEST" && pwd)
 export WORKBENCH_REPORTS=${WORKBENCH_REPORTS:-/tmp/wb-zoo}
 export PYTHONUNBUFFERED=1
-step() {  # step NAME SECONDS COMMAND...: run, log, time
-  local name=$1 limit=$2
-  shift 2
-  local start=$SECONDS
-  timeout "$limit" "$@" >"$DEST/$name.log" 2>&1
-  echo "$name rc=$? $((SECONDS - start)) s" | tee -a "$DEST/steps.txt"
-}
+. "$(dirname "$0")/steps.sh"  # step NAME SECONDS COMMAND...
 if ! python3 -c "import liger_kernel, importlib.util as u; assert u.find_spec('flag_gems')" 2>/dev/null; then
   step install_wheels 120 python3 -m pip install -q --no-index --no-deps --no-compile \
     --target /tmp/site "${ZOO_WHEELS:-.zoo-wheels}"/*.whl
