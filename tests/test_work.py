@@ -336,5 +336,6 @@ def test_spill_traffic_is_left_out_of_the_bytes_that_place_a_kernel(spill_memory
     own = rl.from_bench(rec, bench, [{**spilled, "local_bytes": None}])
     assert own.figures["bytes_source"] == NCU and own.figures["bytes"] == 10 * rec.bytes
     assert own.bound == "memory" and "spill" not in own.text
+    assert "it moves 10x its inputs and outputs" in own.text
     partly = {**spilled, "local_bytes": 4 * rec.bytes}
     assert rl.work_bytes([partly]) == pytest.approx(6 * rec.bytes)

@@ -150,6 +150,8 @@ def from_bench(
         "ridge": metrics.ridge(copy, rate),
     }
     figures |= ncu_figures(launches or [])
+    if used.bytes_source == NCU and rec.bytes and rec.bytes_source == INPUTS_OUTPUTS:
+        figures["least_bytes"] = rec.bytes  # what the measured traffic is weighed against
     ceiling = "copy bandwidth" if bound == "memory" else "the measured matmul rate"
     return Placement("bench", bound, metrics.roofline_ratio(rec.ms, floor), ceiling, figures)
 
@@ -243,7 +245,12 @@ def _why(f: dict) -> str:
         if f.get("ncu_local_bytes")
         else ""
     )
-    return "; ".join(x for x in (head, sources, spills) if x)
+    extra = (
+        f"it moves {f['bytes'] / f['least_bytes']:.2g}x its inputs and outputs"
+        if f.get("least_bytes") and f.get("bytes")
+        else ""
+    )
+    return "; ".join(x for x in (head, sources, extra, spills) if x)
 
 
 def _num(x: float) -> str:
