@@ -205,3 +205,20 @@ def test_only_the_planted_key_is_found_missing_a_loop_bound():
     assert {n for n, f in found.items() if f} == {"planted_moe_key_without_k"}
     (hit,) = found["planted_moe_key_without_k"]
     assert "I_dim" in hit["title"] and hit["severity"] == "warning"
+
+
+def test_the_h100_run_agrees_with_every_expected_answer():
+    """The zoo's diagnoses and sweeps on an H100 (`benchmarks/zoo.py --steps diagnose,sweep`,
+    kept in tests/fixtures/zoo_h100.json, the findings, placement and checks only) hold every
+    expected answer, the revised ones included: an edit of expected.json that the run does not
+    bear out fails here."""
+    found = importlib.util.spec_from_file_location("zoo_table", ROOT / "benchmarks" / "zoo.py")
+    assert found is not None and found.loader is not None
+    table = importlib.util.module_from_spec(found)
+    found.loader.exec_module(table)
+    ran = json.loads((ROOT / "tests" / "fixtures" / "zoo_h100.json").read_text())
+    assert set(ran) == set(EXPECTED)
+    for name, expected in EXPECTED.items():
+        row = table.compare(name, expected, ran[name])
+        differ = {k: v[:2] for k, v in row.items() if isinstance(v, tuple) and v[2] is not True}
+        assert not differ, (name, differ)
