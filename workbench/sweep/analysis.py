@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import shape_text
+from workbench.sweep import model
 
 if TYPE_CHECKING:  # the result module reads its rows back through this one
     from workbench.sweep.result import SweepResult
@@ -58,12 +59,21 @@ def ranked(rows: Iterable[Row]) -> list[Row]:
     return sorted((r for r in rows if r["status"] == TIMED), key=lambda r: r["ms"])
 
 
-def explain(row: Row, best: Row | None) -> str:
-    """One line: why this config failed, was pruned, or loses to `best`."""
+def explain(row: Row, best: Row | None, predicted: model.Prediction | None = None) -> str:
+    """One line: why this config failed, was pruned, or loses to `best`; `predicted` is the
+    static model's view of it against the best (`model.compare`)."""
+    return verdict(row, best, predicted)[0]
+
+
+def verdict(
+    row: Row, best: Row | None, predicted: model.Prediction | None = None
+) -> tuple[str, float | None]:
+    """(`explain`'s line, the gap it leaves to a profile: the measured slowdown over the
+    model's, None where the line gives a static reason)."""
     if row["status"] in FAILED or row["status"] == "pruned":
         problem = row.get("problem") or {}
         reason = row.get("reason") or problem.get("cause", "")
-        return f"{row['status']}: {reason}"
+        return f"{row['status']}: {reason}", None
     res = row.get("resources") or {}
     occ = res.get("occupancy") or {}
     facts = []
@@ -71,21 +81,41 @@ def explain(row: Row, best: Row | None) -> str:
         facts.append(f"spills {res['spill_bytes']} bytes/thread")
     best_occ = ((best or {}).get("resources") or {}).get("occupancy") or {}
     # below the winner's occupancy, or low when there is no winner: a matmul that wins at 12.5%
-    # does not lose to its neighbour for having 12.5% too
-    if occ and occ["percent"] < best_occ.get("percent", LOW_OCCUPANCY):
+    # does not lose to its neighbour for having 12.5% too. A GEMM tile's model weighs its
+    # blocks per SM itself (waves, loads in flight), so there the bare figure is no reason.
+    low = occ and occ["percent"] < best_occ.get("percent", LOW_OCCUPANCY)
+    if low and not (predicted and predicted.tiled):
         facts.append(f"occupancy capped at {occ['percent']:g}% by {occ['limiter']}")
     if row["status"] != TIMED or best is None:
         return "; ".join(facts) or "fits: no spills, occupancy " + (
             f"{occ['percent']:g}% ({occ['limiter']})" if occ else "unknown for this arch"
-        )
+        ), None
     if row is best:
-        return "best"
-    slower = 100.0 * (row["ms"] / best["ms"] - 1.0)
+        return "best", None
+    measured = row["ms"] / best["ms"]
+    slower = f"{100.0 * (measured - 1.0):.0f}% slower"
     if within_noise(row, best):
-        return f"within noise of the best ({slower:+.1f}%)"
-    if facts:
-        return f"{slower:.0f}% slower: " + "; ".join(facts)
-    return f"{slower:.0f}% slower with no static reason: profile it (profile --pin)"
+        return f"within noise of the best ({100.0 * (measured - 1.0):+.1f}%)", None
+    modelled = predicted is not None and predicted.explains(measured)
+    reasons = facts + list(predicted.reasons if predicted and modelled else ())
+    if reasons:
+        sized = f" (model {predicted.ratio:.2f}x)" if predicted and modelled else ""
+        return f"{slower}: " + "; ".join(reasons) + sized, None
+    ratio = predicted.ratio if predicted else 1.0
+    gap = measured / ratio
+    said = "; ".join(predicted.reasons) if predicted and ratio >= model.SLOWER else ""
+    if ratio < 1 / model.SLOWER:
+        text = f"{slower} where the model expects it {1 - ratio:.0%} faster"
+    elif said and ratio < measured:
+        text = (
+            f"{slower}; the model accounts for {ratio - 1:.0%} ({said}), the other "
+            f"{gap - 1:.0%} has no static reason"
+        )
+    elif said:
+        text = f"{slower}; the model expects {ratio - 1:.0%} ({said}), more than this"
+    else:
+        text = f"{slower} with no static reason"
+    return f"{text}: profile it (profile --pin)", gap
 
 
 def minimal_set(rows: Iterable[Row], near: float = NEAR_BEST) -> list[str]:
@@ -118,11 +148,21 @@ def summarize(result: SweepResult) -> SweepResult:
     """Fill each row's explanation, each shape's best and Triton's agreement, the minimal set and
     the counts; returns `result`."""
     shapes = {}
+    device = model.device(result.gpu, result.dtype, result.device)
     for s, rows in by_shape(result.rows).items():
         order = ranked(rows)
         best = order[0] if order else None
+        predicted = _predictions(
+            rows,
+            best,
+            model.problem(result.problems.get(s), rows[0]["shape"], result.dtype),
+            device,
+        )
+        gaps = {}
         for row in rows:
-            row["why"] = explain(row, best)
+            row["why"], gap = verdict(row, best, predicted.get(row["label"]))
+            if gap is not None:
+                gaps[row["label"]] = gap
         triton = result.triton.get(s)
         shapes[s] = {
             "best": best["label"] if best else None,
@@ -130,6 +170,7 @@ def summarize(result: SweepResult) -> SweepResult:
             "ranked": [r["label"] for r in order],
             "triton": triton,
             "finding": _disagreement(triton, best, rows),
+            "profile": max(gaps, key=lambda k: gaps[k]) if gaps else None,
         }
     result.shapes = shapes
     chosen = minimal_set(result.rows)
@@ -143,6 +184,22 @@ def summarize(result: SweepResult) -> SweepResult:
         "best": {s: v["best"] for s, v in shapes.items()},
     }
     return result
+
+
+def _predictions(
+    rows: list[Row], best: Row | None, prob: model.Problem, device: model.Device
+) -> dict[str, model.Prediction]:
+    """Each timed config's modelled time against the best's, by label (none where the model
+    has nothing to go on: no GEMM tile and no grid)."""
+    base = model.estimate(best, prob, device) if best else None
+    if base is None:
+        return {}
+    out = {}
+    for row in ranked(rows):
+        est = model.estimate(row, prob, device)
+        if est is not None:
+            out[row["label"]] = model.compare(est, base)
+    return out
 
 
 def _disagreement(triton: dict | None, best: Row | None, rows: list[Row]) -> str:
@@ -177,6 +234,7 @@ def merge(results: list[SweepResult]) -> SweepResult:
         results[0],
         rows=[row for r in results for row in r.rows],
         triton={k: v for r in results for k, v in r.triton.items()},
+        problems={k: v for r in results for k, v in r.problems.items()},
         shards=[
             {"gpu_index": r.gpu_index, "timings": r.timings, "rows": len(r.rows)} for r in results
         ],

@@ -15,8 +15,9 @@ from workbench.sweep.analysis import summarize
 
 EXPLAINED = ("shapes", "minimal_set", "summary")
 """The keys `to_dict` adds to the recorded ones (recomputed on reading)."""
-OPTIONAL = ("notes", "shards", "store_problem")
-"""Recorded keys written only when set: a single-GPU sweep has no shards."""
+OPTIONAL = ("notes", "shards", "store_problem", "device", "problems")
+"""Recorded keys written only when set: a single-GPU sweep has no shards, and one recorded
+before the static model has no device or problem facts."""
 
 
 @dataclass
@@ -36,6 +37,12 @@ class SweepResult:
     triton: dict[str, dict] = field(default_factory=dict)
     """Shape -> Triton's own autotuner pick there (`sweep.timing.triton_pick`)."""
     persisted: dict[str, list[dict]] = field(default_factory=dict)
+    device: dict = field(default_factory=dict)
+    """The GPU's SM count, and the ridge of its measured ceilings when a bench had measured them
+    (`sweep.facts.device`); the static model reads published figures for what is missing."""
+    problems: dict[str, dict] = field(default_factory=dict)
+    """Shape -> the kernel's integer arguments, the reference's FLOPs and the inputs' element
+    size (`sweep.facts.problem`): what tells the model a GEMM and its M, N, K."""
     timings: dict[str, float] = field(default_factory=dict)
     running: dict | None = None
     """The config being timed (shape, label, values): what a killed run names for --resume."""
