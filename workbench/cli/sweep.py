@@ -131,13 +131,12 @@ def show(result: SweepResult, paths: list[str]) -> None:
             print(f"persisted autotune cache: {entry['label']} ({entry['file']})")
         if info.get("finding"):
             print(f"finding: {info['finding']}")
-        unexplained = [r for r in rows if "no static reason" in r.get("why", "")]
-        if unexplained:
+        if info.get("profile"):  # the loser the static model leaves the most of unexplained
             case = shape + (f":{result.dtype}" if result.dtype else "")
             where = "".join(f" --path {p}" for p in paths)
             print(
-                f"profile one as it ran here: python -m workbench profile {result.kernel} "
-                f"--case {case} --pin {unexplained[0]['label']}{where}"
+                f"profile the largest unexplained gap as it ran here: python -m workbench "
+                f"profile {result.kernel} --case {case} --pin {info['profile']}{where}"
             )
         if any(r["status"] == analysis.TIMED for r in rows):
             print("\n".join(plot.bars(rows)) + f"\n{plot.LEGEND}")

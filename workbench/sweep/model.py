@@ -166,7 +166,7 @@ def gemm_dims(prob: Problem, blocks: dict[str, int] | None) -> tuple[int, int, i
     if prob.flops is None:
         return m, n, k, 1
     batch = prob.flops / (2 * m * n * k)
-    if batch < 0.99 or abs(batch - round(batch)) > 0.01 * batch:
+    if batch < 0.99 or abs(batch - round(batch)) > 0.01:
         return None
     return m, n, k, round(batch)
 
