@@ -12,11 +12,11 @@ from conftest import FIXTURES
 
 from workbench.cache import findings, scan
 from workbench.cache.result import CacheReach
+from workbench.ir.config import shared_values
 from workbench.runtime.errors import WorkbenchError
 from workbench.sweep import analysis
 from workbench.sweep.result import SweepResult
 from workbench.views.sweep import rows_of
-from workbench.views.text import shared_values
 
 H100 = json.loads((FIXTURES / "sweep_h100_matmul16.json").read_text())["result"]
 H200X2 = json.loads((FIXTURES / "sweep_h200x2_matmul64.json").read_text())["result"]
@@ -39,7 +39,7 @@ def test_gpu_sweep_results_read_back_as_printed(printed):
     # anew since the GPU host ran)
     unexplained = lambda d: {  # noqa: E731
         **d,
-        "rows": [{**r, "why": ""} for r in d["rows"]],
+        "rows": [{**r, "why": "", "brief": "", "model": None} for r in d["rows"]],
         "shapes": {k: {**v, "profile": None} for k, v in d["shapes"].items()},
     }
     assert unexplained(result.to_dict()) == unexplained(printed)
@@ -67,12 +67,11 @@ def test_h100_sweep_ranks_explains_and_picks_the_set_to_paste():
     assert len(slower) == 14 and len(left) <= 2
     assert not any("occupancy capped" in why[r["label"]] for r in slower)
     cells = rows_of(result.rows)
-    shared = shared_values([r.get("values") for r in result.rows])
-    own = cells[0][1].split(",")
-    assert cells[0][4] == "1.00x" and shared
-    assert all(f"{k}={v}" not in own for k, v in shared.items())
-    # the row's own values and the shared ones (said once, above) make up its whole label
-    assert sorted(own + [f"{k}={v}" for k, v in shared.items()]) == sorted(best["label"].split(","))
+    # named by what differs (BLOCK_M=128 as BM128, num_warps=8 as w8); GROUP_M=8, which every
+    # config shares, is said once above the table
+    assert shared_values([r.get("values") for r in result.rows]) == {"GROUP_M": 8}
+    assert cells[0][1] == "BM128 BN256 BK64 w8 s4" and cells[0][4] == "1.00x"
+    assert len({c[1] for c in cells}) == 16
 
 
 def test_triton_pick_within_noise_raises_no_disagreement():

@@ -118,7 +118,9 @@ def test_resume_after_a_cancelled_run_keeps_finished_configs(tmp_path):
     rows = second.result["rows"]
     assert sorted(r["values"]["BLOCK"] for r in rows) == [96, 256, 1024]
     again = next(r for r in rows if r["label"] == kept["rows"][0]["label"])
-    assert again == {**kept["rows"][0], "why": again["why"]}  # taken over, not recompiled
+    # taken over, not recompiled
+    explained = {k: again[k] for k in ("why", "brief", "model")}
+    assert again == {**kept["rows"][0], **explained}
 
 
 def test_generated_space_spans_tiles_warps_and_stages():

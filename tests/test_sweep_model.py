@@ -155,7 +155,9 @@ def test_a_grid_alone_gives_waves_for_any_kernel():
     assert a is not None and b is not None and b.tile is None
     p = model.compare(b, a)
     assert p.ratio == pytest.approx(2 / (140 / 132)) and not p.tiled
-    assert p.reasons == ("1.1 waves of 132 blocks (1 block/SM): the last wave 94% empty",)
+    assert p.reasons == (
+        model.Reason("1.1 waves", "1.1 waves of 132 blocks (1 block/SM): the last wave 94% empty"),
+    )
     assert model.estimate({"values": {}, "resources": _res(1)}, prob, dev) is None
 
 
@@ -171,24 +173,26 @@ def test_a_grid_alone_gives_waves_for_any_kernel():
     ],
 )
 def test_the_model_explains_slowdowns_of_similar_size(predicted, measured, explains):
-    assert model.Prediction(predicted, ("r",), True).explains(measured) is explains
+    reason = model.Reason("r", "r")
+    assert model.Prediction(predicted, (reason,), True).explains(measured) is explains
 
 
 def test_what_the_model_leaves_is_said_with_the_gap_to_profile():
     best = {**_timed(1.0), "label": "best"}
-    part = model.Prediction(1.2, ("tile intensity 50 FLOP/B",), True)
-    why, gap = analysis.verdict(_timed(2.0), best, part)
-    assert why == (
+    tile = model.Reason("tile 50 FLOP/B", "tile intensity 50 FLOP/B")
+    part = analysis.verdict(_timed(2.0), best, model.Prediction(1.2, (tile,), True))
+    assert part.why == (
         "100% slower; the model accounts for 20% (tile intensity 50 FLOP/B), the other 67% has "
         "no static reason: profile it (profile --pin)"
     )
-    assert gap == pytest.approx(2.0 / 1.2)
-    faster = model.Prediction(0.8, (), True)
-    why, gap = analysis.verdict(_timed(1.1), best, faster)
-    assert why.startswith("10% slower where the model expects it 20% faster: profile it")
-    assert gap == pytest.approx(1.1 / 0.8)
-    why, gap = analysis.verdict(_timed(1.2), best, model.Prediction(1.25, ("tile",), True))
-    assert why == "20% slower: tile (model 1.25x)" and gap is None
+    assert part.gap == pytest.approx(2.0 / 1.2) and part.brief == "profile it"
+    faster = analysis.verdict(_timed(1.1), best, model.Prediction(0.8, (), True))
+    assert faster.why.startswith("10% slower where the model expects it 20% faster: profile it")
+    assert faster.gap == pytest.approx(1.1 / 0.8)
+    sized = analysis.verdict(_timed(1.2), best, model.Prediction(1.25, (tile,), True))
+    assert sized == analysis.Verdict(
+        "20% slower: tile intensity 50 FLOP/B (model 1.25x)", "tile 50 FLOP/B"
+    )
 
 
 def _res(per_sm: int, limiter: str = "registers") -> dict:

@@ -21,7 +21,7 @@ from workbench.runtime.grammar import parse_shape
 from workbench.sweep import analysis, plot, spread
 from workbench.sweep.result import SweepResult
 from workbench.sweep.space import SPACES, autotune_snippet
-from workbench.views.sweep import HEADERS, rows_of, shared_text
+from workbench.views.sweep import HEADERS, rows_of
 from workbench.views.text import print_json, print_problem, table
 
 
@@ -121,7 +121,8 @@ def show(result: SweepResult, paths: list[str]) -> None:
     head = f"{result.kernel} {result.dtype or ''} on {result.gpu or result.arch}"
     print(f"{head} ({result.mode}, Triton {result.triton_version}, {result.jobs} jobs)")
     for shape, rows in analysis.by_shape(result.rows).items():
-        print(f"\n{shape}" + (f"  ({shared_text(rows)})" if shared_text(rows) else ""))
+        shared = plot.shared_text(rows)
+        print(f"\n{shape}" + (f"  ({shared})" if shared else ""))
         print(table(HEADERS, rows_of(rows)))
         info = result.shapes[shape]
         triton = info.get("triton")

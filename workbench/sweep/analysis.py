@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from workbench.runtime.errors import fail
@@ -59,51 +59,73 @@ def ranked(rows: Iterable[Row]) -> list[Row]:
     return sorted((r for r in rows if r["status"] == TIMED), key=lambda r: r["ms"])
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """Why a config failed, was pruned, or loses to the best."""
+
+    why: str
+    brief: str
+    """The same in a few words, for a narrow table."""
+    gap: float | None = None
+    """What the line leaves to a profile: the measured slowdown over the model's (None where
+    it gives a static reason)."""
+
+
 def explain(row: Row, best: Row | None, predicted: model.Prediction | None = None) -> str:
     """One line: why this config failed, was pruned, or loses to `best`; `predicted` is the
     static model's view of it against the best (`model.compare`)."""
-    return verdict(row, best, predicted)[0]
+    return verdict(row, best, predicted).why
 
 
-def verdict(
-    row: Row, best: Row | None, predicted: model.Prediction | None = None
-) -> tuple[str, float | None]:
-    """(`explain`'s line, the gap it leaves to a profile: the measured slowdown over the
-    model's, None where the line gives a static reason)."""
+def verdict(row: Row, best: Row | None, predicted: model.Prediction | None = None) -> Verdict:
+    """`explain`'s line, its brief and the gap it leaves to a profile."""
     if row["status"] in FAILED or row["status"] == "pruned":
         problem = row.get("problem") or {}
         reason = row.get("reason") or problem.get("cause", "")
-        return f"{row['status']}: {reason}", None
+        brief = problem.get("kind") or reason.split(":")[0]
+        return Verdict(f"{row['status']}: {reason}", f"{row['status']}: {brief}")
     res = row.get("resources") or {}
     occ = res.get("occupancy") or {}
     facts = []
     if res.get("spill_bytes"):
-        facts.append(f"spills {res['spill_bytes']} bytes/thread")
-    best_occ = ((best or {}).get("resources") or {}).get("occupancy") or {}
-    # below the winner's occupancy, or low when there is no winner: a matmul that wins at 12.5%
-    # does not lose to its neighbour for having 12.5% too. A GEMM tile's model weighs its
-    # blocks per SM itself (waves, loads in flight), so there the bare figure is no reason.
-    low = occ and occ["percent"] < best_occ.get("percent", LOW_OCCUPANCY)
-    if low and not (predicted and predicted.tiled):
-        facts.append(f"occupancy capped at {occ['percent']:g}% by {occ['limiter']}")
+        spill = res["spill_bytes"]
+        facts.append(model.Reason(f"spills {spill} B", f"spills {spill} bytes/thread"))
+    # a GEMM tile's model weighs its blocks per SM itself (waves, loads in flight), so there
+    # the bare figure is no reason
+    if low_occupancy(row, best) and not (predicted and predicted.tiled):
+        facts.append(
+            model.Reason(
+                f"occupancy {occ['percent']:g}%",
+                f"occupancy capped at {occ['percent']:g}% by {occ['limiter']}",
+            )
+        )
     if row["status"] != TIMED or best is None:
-        return "; ".join(facts) or "fits: no spills, occupancy " + (
-            f"{occ['percent']:g}% ({occ['limiter']})" if occ else "unknown for this arch"
-        ), None
+        fits = f"{occ['percent']:g}% ({occ['limiter']})" if occ else "unknown for this arch"
+        said = [_said(facts) if facts else f"fits: no spills, occupancy {fits}"]
+        tags = [f.tag for f in facts]
+        if predicted and predicted.ratio >= model.SLOWER:  # a static sweep, ranked by the model
+            said.append(
+                f"the model puts it at {predicted.ratio:.2f}x its fastest config: "
+                + _said(predicted.reasons)
+            )
+            tags += [r.tag for r in predicted.reasons]
+        return Verdict("; ".join(said), ", ".join(tags) or "fits")
     if row is best:
-        return "best", None
+        return Verdict("best", "best")
     measured = row["ms"] / best["ms"]
     slower = f"{100.0 * (measured - 1.0):.0f}% slower"
     if within_noise(row, best):
-        return f"within noise of the best ({100.0 * (measured - 1.0):+.1f}%)", None
+        return Verdict(
+            f"within noise of the best ({100.0 * (measured - 1.0):+.1f}%)", "within noise"
+        )
     modelled = predicted is not None and predicted.explains(measured)
     reasons = facts + list(predicted.reasons if predicted and modelled else ())
     if reasons:
         sized = f" (model {predicted.ratio:.2f}x)" if predicted and modelled else ""
-        return f"{slower}: " + "; ".join(reasons) + sized, None
+        return Verdict(f"{slower}: {_said(reasons)}{sized}", ", ".join(r.tag for r in reasons))
     ratio = predicted.ratio if predicted else 1.0
     gap = measured / ratio
-    said = "; ".join(predicted.reasons) if predicted and ratio >= model.SLOWER else ""
+    said = _said(predicted.reasons) if predicted and ratio >= model.SLOWER else ""
     if ratio < 1 / model.SLOWER:
         text = f"{slower} where the model expects it {1 - ratio:.0%} faster"
     elif said and ratio < measured:
@@ -115,7 +137,19 @@ def verdict(
         text = f"{slower}; the model expects {ratio - 1:.0%} ({said}), more than this"
     else:
         text = f"{slower} with no static reason"
-    return f"{text}: profile it (profile --pin)", gap
+    return Verdict(f"{text}: profile it (profile --pin)", "profile it", gap)
+
+
+def low_occupancy(row: Row, best: Row | None) -> bool:
+    """Occupancy below the best config's, or under LOW_OCCUPANCY when there is none: a matmul
+    that wins at 12.5% does not lose to its neighbour for having 12.5% too."""
+    occ = (row.get("resources") or {}).get("occupancy") or {}
+    best_occ = ((best or {}).get("resources") or {}).get("occupancy") or {}
+    return bool(occ) and occ["percent"] < best_occ.get("percent", LOW_OCCUPANCY)
+
+
+def _said(reasons: Iterable[model.Reason]) -> str:
+    return "; ".join(r.text for r in reasons)
 
 
 def minimal_set(rows: Iterable[Row], near: float = NEAR_BEST) -> list[str]:
@@ -160,9 +194,12 @@ def summarize(result: SweepResult) -> SweepResult:
         )
         gaps = {}
         for row in rows:
-            row["why"], gap = verdict(row, best, predicted.get(row["label"]))
-            if gap is not None:
-                gaps[row["label"]] = gap
+            model_says = predicted.get(row["label"])
+            said = verdict(row, best, model_says)
+            row["why"], row["brief"] = said.why, said.brief
+            row["model"] = round(model_says.ratio, 3) if model_says else None
+            if said.gap is not None:
+                gaps[row["label"]] = said.gap
         triton = result.triton.get(s)
         shapes[s] = {
             "best": best["label"] if best else None,
@@ -189,17 +226,18 @@ def summarize(result: SweepResult) -> SweepResult:
 def _predictions(
     rows: list[Row], best: Row | None, prob: model.Problem, device: model.Device
 ) -> dict[str, model.Prediction]:
-    """Each timed config's modelled time against the best's, by label (none where the model
-    has nothing to go on: no GEMM tile and no grid)."""
-    base = model.estimate(best, prob, device) if best else None
+    """Each compiled config's modelled time against the best's (the measured best, or in a
+    static sweep the model's fastest), by label; none where the model has nothing to go on (no
+    GEMM tile and no grid)."""
+    compiled = [r for r in rows if r["status"] in (TIMED, "static")]
+    estimates = {r["label"]: e for r in compiled if (e := model.estimate(r, prob, device))}
+    if best is not None:
+        base = estimates.get(best["label"])
+    else:
+        base = min(estimates.values(), key=lambda e: e.time, default=None)
     if base is None:
         return {}
-    out = {}
-    for row in ranked(rows):
-        est = model.estimate(row, prob, device)
-        if est is not None:
-            out[row["label"]] = model.compare(est, base)
-    return out
+    return {label: model.compare(est, base) for label, est in estimates.items()}
 
 
 def _disagreement(triton: dict | None, best: Row | None, rows: list[Row]) -> str:

@@ -97,11 +97,19 @@ class Estimate:
 
 
 @dataclass(frozen=True)
+class Reason:
+    """Why a config is slower: a few words for a narrow table, and the sentence."""
+
+    tag: str
+    text: str
+
+
+@dataclass(frozen=True)
 class Prediction:
     """A config's modelled time over the best's, and the factors that make it slower."""
 
     ratio: float
-    reasons: tuple[str, ...]
+    reasons: tuple[Reason, ...]
     tiled: bool
     """A GEMM tile's model, which weighs blocks per SM itself (waves, loads in flight)."""
 
@@ -226,44 +234,50 @@ def estimate(row: dict, prob: Problem, dev: Device) -> Estimate | None:
 
 def compare(est: Estimate, best: Estimate) -> Prediction:
     """`est`'s modelled time over `best`'s, with each factor that makes it slower said."""
-    factors: list[tuple[float, str]] = []
+    factors: list[tuple[float, Reason]] = []
     if est.intensity and best.intensity and est.ridge:
         tile = (1 + est.ridge / est.intensity) / (1 + est.ridge / best.intensity)
-        factors.append((tile, _tile_text(est, best)))
+        factors.append((tile, _tile_reason(est, best)))
         stretch = (1 + est.ridge * est.starve / est.intensity) / (1 + est.ridge / est.intensity)
         best_stretch = (1 + est.ridge * best.starve / best.intensity) / (
             1 + est.ridge / best.intensity
         )
-        factors.append((stretch / best_stretch, _pipeline_text(est)))
-        factors.append((est.padding / best.padding, f"tiles cover {est.padding:.2f}x the output"))
-    factors.append((est.wave_cost / best.wave_cost, _wave_text(est)))
-    reasons = tuple(text for f, text in sorted(factors, reverse=True) if f >= SLOWER)
+        factors.append((stretch / best_stretch, _pipeline_reason(est)))
+        pad = f"tiles cover {est.padding:.2f}x the output"
+        factors.append((est.padding / best.padding, Reason(pad.replace(" the output", ""), pad)))
+    factors.append((est.wave_cost / best.wave_cost, _wave_reason(est)))
+    factors.sort(key=lambda f: -f[0])
+    reasons = tuple(reason for f, reason in factors if f >= SLOWER)
     return Prediction(est.time / best.time, reasons, est.tile is not None)
 
 
-def _tile_text(est: Estimate, best: Estimate) -> str:
+def _tile_reason(est: Estimate, best: Estimate) -> Reason:
     bm, bn = est.tile or (0, 0)
     side = "below" if (est.intensity or 0) < (est.ridge or 0) else "above"
     bound = "memory-bound" if side == "below" else "compute-bound"
-    return (
+    return Reason(
+        f"tile {est.intensity:.0f} FLOP/B",
         f"tile intensity {est.intensity:.0f} FLOP/B ({bm}x{bn}) against the best's "
-        f"{best.intensity:.0f}, {side} the ridge {est.ridge:.0f}: {bound} tile"
+        f"{best.intensity:.0f}, {side} the ridge {est.ridge:.0f}: {bound} tile",
     )
 
 
-def _pipeline_text(est: Estimate) -> str:
-    return (
-        f"{(est.in_flight or 0) / 1024:.0f} KiB of loads in flight per SM ({_blocks_text(est)} "
-        f"x {est.ahead} stage{'s' if est.ahead > 1 else ''} of {est.stage_bytes / 1024:.0f} KiB "
-        f"ahead), under the {IN_FLIGHT // 1024} KiB that hide their latency"
+def _pipeline_reason(est: Estimate) -> Reason:
+    kib = f"{(est.in_flight or 0) / 1024:.0f} KiB"
+    return Reason(
+        f"{kib} in flight",
+        f"{kib} of loads in flight per SM ({_blocks_text(est)} x {est.ahead} "
+        f"stage{'s' if est.ahead > 1 else ''} of {est.stage_bytes / 1024:.0f} KiB ahead), under "
+        f"the {IN_FLIGHT // 1024} KiB that hide their latency",
     )
 
 
-def _wave_text(est: Estimate) -> str:
+def _wave_reason(est: Estimate) -> Reason:
     fill = est.waves - math.floor(est.waves)
-    return (
+    return Reason(
+        f"{est.waves:.1f} waves",
         f"{est.waves:.1f} waves of {est.slots} blocks ({_blocks_text(est)}): "
-        f"the last wave {1 - fill:.0%} empty"
+        f"the last wave {1 - fill:.0%} empty",
     )
 
 

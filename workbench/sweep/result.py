@@ -1,9 +1,10 @@
 """The sweep job's output, typed (pure: no torch, no triton).
 
 A row stays the dict the job emits per config (`sweep.analysis.Row`): the live events, the TUI
-and the views take it as is. The explained parts (each row's "why", the per-shape picks, the
-minimal set, the counts) are recomputed from the rows by `analysis.summarize`, so `from_dict`
-takes only what the job recorded and a result that disagrees with itself does not round-trip.
+and the views take it as is. The explained parts (each row's "why", "brief" and "model", the
+per-shape picks, the minimal set, the counts) are recomputed from the rows by
+`analysis.summarize`, so `from_dict` takes only what the job recorded and a result that
+disagrees with itself does not round-trip.
 """
 
 from __future__ import annotations
