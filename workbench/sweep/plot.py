@@ -5,6 +5,7 @@ occupancy, failures (pure, matplotlib only for the PNG)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from workbench.ir.config import shared_values, short_legend, short_name
 from workbench.sweep import analysis
@@ -87,18 +88,32 @@ def bars(rows: list[dict], width: int = 40) -> list[str]:
 
 
 def png(result: SweepResult, path: Path) -> str | None:
-    """The bars of every shape as a PNG, coloured by status, the best and Triton's pick marked;
-    None where matplotlib is missing or nothing was timed."""
-    shapes = analysis.by_shape(result.rows)
-    if not any(analysis.ranked(rs) for rs in shapes.values()):
-        return None
+    """`figure` as a PNG at `path`, cropped to what it holds; None where matplotlib is missing
+    or nothing was timed."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        from matplotlib.patches import Patch
     except ImportError:
+        return None
+    fig = figure(result)
+    if fig is None:
+        return None
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return str(path)
+
+
+def figure(result: SweepResult) -> Any:
+    """The bars of every shape, each config by its short name (`names`) and coloured by its
+    status, its time and brief beside it, the best and Triton's pick in bold; None with nothing
+    timed."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    shapes = analysis.by_shape(result.rows)
+    if not any(analysis.ranked(rs) for rs in shapes.values()):
         return None
     height = sum(0.28 * len(rs) + 1.2 for rs in shapes.values()) + 0.8
     fig, axes = plt.subplots(len(shapes), 1, figsize=(9, height), layout="constrained")
@@ -132,6 +147,4 @@ def png(result: SweepResult, path: Path) -> str | None:
         ax.set_title("\n".join(filter(None, (title, shared_text(rows)))), fontsize=9)
     handles = [Patch(color=STATUS[k][0], label=STATUS[k][1]) for k in STATUS if k in seen]
     fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=7)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return str(path)
+    return fig
