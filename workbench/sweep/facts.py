@@ -31,15 +31,17 @@ def device(gpu: bool, dtype: str | None) -> dict:
 
 def problem(spec: KernelSpec, launch: Launch, shape: Shape, dtype: str | None, device: str) -> dict:
     """The kernel's integer arguments by name, the reference's FLOPs at `shape` (the spec's
-    formula, else counted on meta inputs) and the element size of its floating inputs."""
+    formula, else counted on meta inputs; None where the inputs cannot be made there: the
+    reference is not run for real just for this) and the element size of its floating inputs."""
     fixed = launch.constexprs()
     sizes = {k: v for k, v in launch.arguments().items() if type(v) is int and k not in fixed}
     tdtype = tensors.torch_dtype(dtype) if dtype else None
     args = tuple(tensors.sizes_on_meta(lambda dev: spec.make_inputs(shape, tdtype, dev), device))
     floating = [a for a in args if hasattr(a, "is_floating_point") and a.is_floating_point()]
     elsize = floating[0].element_size() if floating else model.ELSIZE.get(dtype or "", 2)
-    return {
-        "sizes": sizes,
-        "flops": work.of_case(spec, shape, elsize, args).flops,
-        "elsize": elsize,
-    }
+    flops = None
+    if spec.flops:
+        flops = float(spec.flops(shape))
+    elif all(a.is_meta for a in args if hasattr(a, "is_meta")):
+        flops = work.count(spec.reference_fn, args)[0]
+    return {"sizes": sizes, "flops": flops, "elsize": elsize}
