@@ -8,8 +8,9 @@ import copy
 import json
 
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, ROOT
 
+from workbench.bench.result import Ceilings
 from workbench.sweep import analysis, model
 from workbench.sweep.result import SweepResult
 
@@ -51,6 +52,20 @@ def test_the_h100_sixteen_leave_two_losers_to_a_profile_and_size_the_small_tiles
     assert (
         info["profile"] == "BLOCK_M=256,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,num_warps=8,num_stages=3"
     )
+
+
+def test_the_ridge_of_the_h100s_measured_ceilings_leaves_the_same_two():
+    """A GPU run records the ridge of the ceilings a bench measured there (bf16 matmul over
+    copy bandwidth, 723 TFLOP/s over 3,001 GB/s on this H100) instead of the datasheet's."""
+    doc = json.loads((ROOT / "reports" / "h100" / "bench.json").read_text())
+    ceil = Ceilings.from_dict(doc["ceilings"])
+    ridge = ceil.matmul_rate("bfloat16") * 1e12 / (ceil.copy_gbps * 1e9)
+    assert 230 < ridge < 250
+    measured = {**H100, "device": {"sms": 132, "ridge": ridge, "source": "measured"}}
+    why = _why(_explained(measured))
+    left = [k for k, w in why.items() if "profile it" in w]
+    assert sorted(left) == [(256, 128, 64, 8, 3), (256, 128, 64, 8, 4)]
+    assert f"below the ridge {ridge:.0f}" in why[(64, 64, 64, 4, 4)]
 
 
 def test_the_h200_sixty_four_name_shallow_pipelines_and_spills():

@@ -11,7 +11,7 @@ OPTION_NAMES = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 """Compile options a config may set beside its constexprs."""
 SHORT = {"num_warps": "w", "num_stages": "s", "num_ctas": "ctas"}
 """Options written as a letter and their value in short names (w8 s3)."""
-_TILE = re.compile(r"^(?:BLOCK|TILE)(?:_SIZE)?_([A-Z])$", re.IGNORECASE)
+_BLOCK = re.compile(r"^(?:(?:BLOCK|TILE)(?:_SIZE)?_|B)([A-Z])$", re.IGNORECASE)
 
 
 def split_options(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -56,8 +56,14 @@ def short_legend(configs: Sequence[dict | None]) -> str:
     return ", ".join(said)
 
 
+def block_axis(name: str) -> str | None:
+    """The axis a block-size parameter tiles: BLOCK_M, BLOCK_SIZE_M, TILE_M, BM -> "M"."""
+    found = _BLOCK.match(name)
+    return found.group(1).upper() if found else None
+
+
 def _short(name: str, value: Any) -> str:
     if name in SHORT:
         return f"{SHORT[name]}{value}"
-    tile = _TILE.match(name)
-    return f"B{tile.group(1).upper()}{value}" if tile else f"{name}={value}"
+    axis = block_axis(name)
+    return f"B{axis}{value}" if axis else f"{name}={value}"

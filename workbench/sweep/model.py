@@ -12,16 +12,17 @@ The loads hide their latency only with IN_FLIGHT bytes on their way per SM: each
 keeps num_stages-1 K steps of (BM+BN)*BK elements ahead; below that the load part stretches.
 
 Waves (any kernel whose tiles or programs are known): blocks run in waves of SMs x blocks per
-SM. The busiest SM of a partial last wave holds ceil(left/SMs) of its blocks, so a last wave
-that is 10 % full costs a tenth of a full one when blocks share the SM, and a whole one when
-each SM gets one block of one: the cost counts blocks on the busiest SM.
+SM. Resident blocks share their SM, so a wave costs as many block times as its busiest SM
+holds blocks: a full wave blocks-per-SM, a partial last one ceil(left/SMs). With one block per
+SM, a last wave 10 % full costs as much as a full one.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
+
+from workbench.ir.config import block_axis
 
 DEFAULT_SMS = 132
 """An H100 SXM's (and an H200's) SMs: the count where the sweep's GPU did not record its own."""
@@ -42,7 +43,6 @@ PUBLISHED = {
 """Dense tensor-core TFLOP/s and HBM GB/s from NVIDIA's datasheets (SXM parts): the ridge when
 the sweep's GPU had no measured ceilings. Any other GPU is read as an H100."""
 ELSIZE = {"float8_e4m3fn": 1, "float8_e5m2": 1, "float16": 2, "bfloat16": 2, "float32": 4}
-_ROLE = re.compile(r"^(?:BLOCK(?:_SIZE)?|TILE(?:_SIZE)?|B)_?([MNK])$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -155,9 +155,9 @@ def gemm_blocks(values: dict) -> dict[str, int] | None:
     BLOCK_SIZE_M, BM, TILE_M...), else None."""
     found = {}
     for name, value in values.items():
-        m = _ROLE.match(name)
-        if m and type(value) is int and value > 0:
-            found[m.group(1).upper()] = value
+        axis = block_axis(name)
+        if axis in ("M", "N", "K") and type(value) is int and value > 0:
+            found[axis] = value
     return found if len(found) == 3 else None
 
 
