@@ -21,7 +21,7 @@ from workbench.runtime.grammar import parse_shape
 from workbench.sweep import analysis, plot, spread
 from workbench.sweep.result import SweepResult
 from workbench.sweep.space import SPACES, autotune_snippet
-from workbench.views.sweep import HEADERS, rows_of, shared_text
+from workbench.views.sweep import HEADERS, rows_of
 from workbench.views.text import print_json, print_problem, table
 
 
@@ -121,7 +121,8 @@ def show(result: SweepResult, paths: list[str]) -> None:
     head = f"{result.kernel} {result.dtype or ''} on {result.gpu or result.arch}"
     print(f"{head} ({result.mode}, Triton {result.triton_version}, {result.jobs} jobs)")
     for shape, rows in analysis.by_shape(result.rows).items():
-        print(f"\n{shape}" + (f"  ({shared_text(rows)})" if shared_text(rows) else ""))
+        shared = plot.shared_text(rows)
+        print(f"\n{shape}" + (f"  ({shared})" if shared else ""))
         print(table(HEADERS, rows_of(rows)))
         info = result.shapes[shape]
         triton = info.get("triton")
@@ -131,13 +132,12 @@ def show(result: SweepResult, paths: list[str]) -> None:
             print(f"persisted autotune cache: {entry['label']} ({entry['file']})")
         if info.get("finding"):
             print(f"finding: {info['finding']}")
-        unexplained = [r for r in rows if "no static reason" in r.get("why", "")]
-        if unexplained:
+        if info.get("profile"):  # the loser the static model leaves the most of unexplained
             case = shape + (f":{result.dtype}" if result.dtype else "")
             where = "".join(f" --path {p}" for p in paths)
             print(
-                f"profile one as it ran here: python -m workbench profile {result.kernel} "
-                f"--case {case} --pin {unexplained[0]['label']}{where}"
+                f"profile the largest unexplained gap as it ran here: python -m workbench "
+                f"profile {result.kernel} --case {case} --pin {info['profile']}{where}"
             )
         if any(r["status"] == analysis.TIMED for r in rows):
             print("\n".join(plot.bars(rows)) + f"\n{plot.LEGEND}")

@@ -26,7 +26,7 @@ from workbench.run.faults import problem_from_exception
 from workbench.runtime import compat, gpu_lock
 from workbench.runtime.errors import Problem, WorkbenchError, fail
 from workbench.runtime.grammar import shape_text
-from workbench.sweep import analysis, space
+from workbench.sweep import analysis, facts, space
 from workbench.sweep.analysis import RESULT_FILE
 from workbench.sweep.pool import CompilePool
 from workbench.sweep.result import SweepResult
@@ -76,6 +76,7 @@ class Sweep:
             space=params.get("space") or "own",
             jobs=pool.jobs,
             shard=params.get("shard"),
+            device=facts.device(self.timed, self.dtype),
         )
 
     def run(self) -> SweepResult:
@@ -98,6 +99,10 @@ class Sweep:
         if shard:
             configs = configs[shard[0] :: shard[1]]
         text = shape_text(shape)
+        # what the static model explains the losers by
+        self.result.problems[text] = facts.problem(
+            self.spec, base, shape, self.dtype, self.ctx.device
+        )
         dropped, note = (
             _tuner_prunes(tuner, base, configs)
             if self.params.get("space") in (None, "own")
@@ -151,6 +156,7 @@ class Sweep:
             row["launched"] = row["label"] == launched
             try:
                 launch = config_launch(base, values, hook)
+                row["programs"] = launch.programs()
                 cubin = folder / f"{i}_{base.name}.cubin"
                 futures[self.pool.submit(launch, self.arch, cubin)] = row
             except Exception as exc:  # noqa: BLE001 - a config that cannot even bind is a row
@@ -284,7 +290,7 @@ def config_launch(base: Launch, values: Values, pre_hook: Any) -> Launch:
         if hasattr(a, "block_shape"):
             a.block_shape = list(a.block_shape)
     pre_hook({**dict(zip(names, args)), **kwargs})
-    return Launch(launch.fn, tuple(args), kwargs)
+    return Launch(launch.fn, tuple(args), kwargs, launch.tuned, launch.grid)
 
 
 def _target(launches: list[Launch]) -> tuple[Launch, Any]:

@@ -1,9 +1,10 @@
 """The sweep job's output, typed (pure: no torch, no triton).
 
 A row stays the dict the job emits per config (`sweep.analysis.Row`): the live events, the TUI
-and the views take it as is. The explained parts (each row's "why", the per-shape picks, the
-minimal set, the counts) are recomputed from the rows by `analysis.summarize`, so `from_dict`
-takes only what the job recorded and a result that disagrees with itself does not round-trip.
+and the views take it as is. The explained parts (each row's "why", "brief" and "model", the
+per-shape picks, the minimal set, the counts) are recomputed from the rows by
+`analysis.summarize`, so `from_dict` takes only what the job recorded and a result that
+disagrees with itself does not round-trip.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from workbench.sweep.analysis import summarize
 
 EXPLAINED = ("shapes", "minimal_set", "summary")
 """The keys `to_dict` adds to the recorded ones (recomputed on reading)."""
-OPTIONAL = ("notes", "shards", "store_problem")
-"""Recorded keys written only when set: a single-GPU sweep has no shards."""
+OPTIONAL = ("notes", "shards", "store_problem", "device", "problems")
+"""Recorded keys written only when set: a single-GPU sweep has no shards, and one recorded
+before the static model has no device or problem facts."""
 
 
 @dataclass
@@ -36,6 +38,12 @@ class SweepResult:
     triton: dict[str, dict] = field(default_factory=dict)
     """Shape -> Triton's own autotuner pick there (`sweep.timing.triton_pick`)."""
     persisted: dict[str, list[dict]] = field(default_factory=dict)
+    device: dict = field(default_factory=dict)
+    """The GPU's SM count, and the ridge of its measured ceilings when a bench had measured them
+    (`sweep.facts.device`); the static model reads published figures for what is missing."""
+    problems: dict[str, dict] = field(default_factory=dict)
+    """Shape -> the kernel's integer arguments, the reference's FLOPs and the inputs' element
+    size (`sweep.facts.problem`): what tells the model a GEMM and its M, N, K."""
     timings: dict[str, float] = field(default_factory=dict)
     running: dict | None = None
     """The config being timed (shape, label, values): what a killed run names for --resume."""
