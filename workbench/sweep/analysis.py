@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import shape_text
+from workbench.sweep.buckets import key_buckets
 
 if TYPE_CHECKING:  # the result module reads its rows back through this one
     from workbench.sweep.result import SweepResult
@@ -26,6 +27,8 @@ NOISE = 0.02
 LOW_OCCUPANCY = 25.0
 TIMED = "ok"
 FAILED = ("failed", "wrong", "timeout")
+STATUSES = (TIMED, "static", "pruned", "skipped", *FAILED)
+"""static: compiled, not timed (no GPU); skipped: compiled, not chosen by the search strategy."""
 
 
 def prune_reason(resources: dict | None, drop_spills: bool) -> str:
@@ -60,7 +63,7 @@ def ranked(rows: Iterable[Row]) -> list[Row]:
 
 def explain(row: Row, best: Row | None) -> str:
     """One line: why this config failed, was pruned, or loses to `best`."""
-    if row["status"] in FAILED or row["status"] == "pruned":
+    if row["status"] in FAILED or row["status"] in ("pruned", "skipped"):
         problem = row.get("problem") or {}
         reason = row.get("reason") or problem.get("cause", "")
         return f"{row['status']}: {reason}"
@@ -83,6 +86,8 @@ def explain(row: Row, best: Row | None) -> str:
     slower = 100.0 * (row["ms"] / best["ms"] - 1.0)
     if within_noise(row, best):
         return f"within noise of the best ({slower:+.1f}%)"
+    if row.get("stop") == "light":  # dropped by successive halving: few samples, no verdict
+        return f"{slower:.0f}% slower in a {row['samples']}-sample timing: dropped by halving"
     if facts:
         return f"{slower:.0f}% slower: " + "; ".join(facts)
     return f"{slower:.0f}% slower with no static reason: profile it (profile --pin)"
@@ -114,6 +119,18 @@ def minimal_set(rows: Iterable[Row], near: float = NEAR_BEST) -> list[str]:
     return []  # unreachable: each shape's best covers it
 
 
+def buckets(rows: Iterable[Row], near: float = NEAR_BEST) -> dict:
+    """Which shapes can share an autotune key bucket (`buckets.key_buckets`), from the rows'
+    times over each shape's best."""
+    ratios = {}
+    for rs in by_shape(rows).values():
+        order = ranked(rs)
+        if order:
+            shape = tuple(order[0]["shape"])
+            ratios[shape] = {r["label"]: r["ms"] / order[0]["ms"] for r in order}
+    return key_buckets(ratios, near)
+
+
 def summarize(result: SweepResult) -> SweepResult:
     """Fill each row's explanation, each shape's best and Triton's agreement, the minimal set and
     the counts; returns `result`."""
@@ -135,11 +152,12 @@ def summarize(result: SweepResult) -> SweepResult:
     chosen = minimal_set(result.rows)
     values = {r["label"]: r["values"] for r in result.rows}
     result.minimal_set = {"labels": chosen, "configs": [values[k] for k in chosen]}
+    result.buckets = buckets(result.rows)
     status = [r["status"] for r in result.rows]
     result.summary = {
         "configs": len({r["label"] for r in result.rows}),
         "rows": len(status),
-        **{s: status.count(s) for s in ("ok", "static", "pruned", "wrong", "failed", "timeout")},
+        **{s: status.count(s) for s in STATUSES},
         "best": {s: v["best"] for s, v in shapes.items()},
     }
     return result

@@ -521,10 +521,12 @@ def verdict_lines(kind: str, result: Any) -> list[str]:
 
 
 def sweep_lines(result: SweepResult) -> list[str]:
+    from workbench.sweep import analysis
+
     summary = result.summary
     counts = ", ".join(
         f"{summary[k]} {k}"
-        for k in ("ok", "static", "pruned", "wrong", "failed", "timeout")
+        for k in analysis.STATUSES
         if summary.get(k)
     )
     head = (
