@@ -107,7 +107,14 @@ def minimal_set(rows: Iterable[Row], near: float = NEAR_BEST) -> list[str]:
             times[r["label"]] = times.get(r["label"], 0.0) + r["ms"] / rs[0]["ms"]
             if r["ms"] <= rs[0]["ms"] * (1.0 + near):
                 covers.setdefault(r["label"], set()).add(s)
-    labels = sorted(covers, key=lambda k: (-len(covers[k]), times[k]))
+    # a config another covers as well at no more time is never needed: dropping it keeps the
+    # search exact, and leaves a few candidates where many shapes gave hundreds
+    labels = sorted(covers, key=lambda k: (-len(covers[k]), times[k], k))
+    labels = [
+        k
+        for i, k in enumerate(labels)
+        if not any(covers[k] <= covers[o] and times[o] <= times[k] for o in labels[:i])
+    ]
     for size in range(1, len(shapes) + 1):
         fits = [
             combo

@@ -18,6 +18,7 @@ import math
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from random import Random
 
 from workbench.runtime.errors import fail
@@ -45,6 +46,11 @@ class Recorded:
     rows: list[Row]
     best: Row
     triton: str | None
+
+    @cached_property
+    def space(self) -> Space:
+        """One Space for every search here: its neighbours are worked out once."""
+        return Space([r["values"] for r in self.rows])
 
     @property
     def spread(self) -> bool:
@@ -144,9 +150,8 @@ def _light(row: Row, samples: int, seed: int) -> float:
 
 
 def run(rec: Recorded, name: str, budget: Budget, seed: int) -> Trace:
-    space = Space([r["values"] for r in rec.rows])
     start = strategy.static_start(rec.rows, rec.triton)[0] if name == "coordinate" else None
-    return strategy.search(name, space, evaluator(rec, seed), budget, seed, start)
+    return strategy.search(name, rec.space, evaluator(rec, seed), budget, seed, start)
 
 
 def to_near(trace: Trace, rec: Recorded) -> int | None:

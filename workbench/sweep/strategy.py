@@ -2,8 +2,9 @@
 the space and what was timed so far. Where timings come from is not their business: a live
 sweep times on the GPU, a replay answers from a recorded sweep (`sweep.replay`).
 
-A strategy is a generator: it yields an `Ask` (configs, and how many samples to time them with:
-None for the full adaptive timing) and is sent back one row per config, in order. `search`
+A strategy is a generator: it yields an `Ask` (configs, by their index in the space, and how many
+samples to time them with: None for the full adaptive timing) and is sent back one row per config,
+in order. `search`
 drives it: it calls `evaluate(values, samples) -> row` for each config not timed yet at that
 fidelity (a repeated ask is answered from memory, free), stops at the budget, and keeps the trace.
 A row is the sweep's: `status` ("ok" when checked and timed), `ms`, and the seconds its check and
@@ -84,7 +85,8 @@ def default_budget(strategy: str, size: int) -> Budget:
 
 @dataclass(frozen=True)
 class Ask:
-    configs: list[Values]
+    configs: list[int]
+    """Indices into the space."""
     samples: int | None = None
     """None: the full adaptive timing; else a light timing of that many samples."""
 
@@ -105,6 +107,7 @@ class Space:
         rank = {n: {o: i for i, o in enumerate(sorted(values[n]))} for n in self.axes}
         self.ranks = [tuple(rank[a][_order(c.get(a))] for a in self.axes) for c in configs]
         """Each config's position on every axis."""
+        self._at = {r: i for i, r in reversed(list(enumerate(self.ranks)))}
         self._near: dict[tuple[int, str], list[int]] = {}
 
     def __len__(self) -> int:
@@ -122,6 +125,10 @@ class Space:
             here = self.ranks[i]
             out = []
             for side in (-1, 1):
+                beside = here[:a] + (here[a] + side,) + here[a + 1 :]
+                if beside in self._at:  # the next value, the others kept: no search needed
+                    out.append(self._at[beside])
+                    continue
                 best = None
                 for j, there in enumerate(self.ranks):
                     step = side * (there[a] - here[a])
@@ -168,14 +175,14 @@ def _ms(row: Row) -> float:
 
 def exhaustive(space: Space, rng: Random, budget: Budget, start: int | None) -> Search:
     """Every config, in the space's order."""
-    for values in space.configs:
-        yield Ask([values])
+    for i in range(len(space)):
+        yield Ask([i])
 
 
 def random_sample(space: Space, rng: Random, budget: Budget, start: int | None) -> Search:
     """A uniform sample without replacement, one config at a time."""
     for i in rng.sample(range(len(space)), len(space)):
-        yield Ask([space.configs[i]])
+        yield Ask([i])
 
 
 def coordinate(space: Space, rng: Random, budget: Budget, start: int | None) -> Search:
@@ -187,7 +194,7 @@ def coordinate(space: Space, rng: Random, budget: Budget, start: int | None) -> 
     current = start if start is not None else 0
     while True:
         asked.add(current)
-        (row,) = yield Ask([space.configs[current]])
+        (row,) = yield Ask([current])
         best = _ms(row)
         moved = True
         while moved:
@@ -195,7 +202,7 @@ def coordinate(space: Space, rng: Random, budget: Budget, start: int | None) -> 
             for axis in space.axes:
                 near = space.neighbours(current, axis)
                 asked.update(near)
-                rows = yield Ask([space.configs[j] for j in near])
+                rows = yield Ask(near)
                 times = [_ms(r) for r in rows]
                 j = min(range(len(near)), key=times.__getitem__, default=None)
                 if j is not None and times[j] < best * (1.0 - MOVE):
@@ -218,7 +225,7 @@ def halving(space: Space, rng: Random, budget: Budget, start: int | None) -> Sea
     for samples in (*LIGHT_SAMPLES, None):
         if len(alive) <= 1:
             samples = None
-        rows = yield Ask([space.configs[i] for i in alive], samples)
+        rows = yield Ask(alive, samples)
         if samples is None:
             return
         times = dict(zip(alive, (_ms(r) for r in rows)))
@@ -316,20 +323,20 @@ def search(
     """Run `strategy` over `space`, timing through `evaluate`, within `budget`."""
     trace = Trace(strategy, budget)
     steps = MAKERS[strategy](space, Random(seed), budget, space.index(start) if start else None)
-    memo: dict[tuple[str, int | None], Row] = {}
+    memo: dict[tuple[int, int | None], Row] = {}
     try:
         ask = next(steps)
         while True:
             rows = []
-            for values in ask.configs:
-                done = (key(values), ask.samples)
+            for i in ask.configs:
+                done = (i, ask.samples)
                 if done not in memo:
                     if trace.spent():
                         steps.close()
                         trace.stopped = "budget"
                         return trace
-                    memo[done] = evaluate(values, ask.samples)
-                    trace.add(done[0], ask.samples, memo[done])
+                    memo[done] = evaluate(space.configs[i], ask.samples)
+                    trace.add(space.labels[i], ask.samples, memo[done])
                 rows.append(memo[done])
             ask = steps.send(rows)
     except StopIteration:
