@@ -327,6 +327,7 @@ def test_rows_of_an_earlier_run_answer_what_they_timed():
     assert _recorded(light, 3)["ms"] == 1.2 and _recorded(light, 9) is None
     full = {"status": "ok", "ms": 1.0, "stop": "precise", "check_s": 0.3}
     assert _recorded(full, None)["check_s"] == 0.0
+    assert _recorded(full, 3)["ms"] == 1.0  # a full timing answers a light one
     assert _recorded({"status": "timeout", "ms": None}, None)["status"] == "timeout"
     assert _recorded({"status": "ok", "ms": None}, None) is None  # compiled, not timed yet
     assert _recorded({"status": "skipped", "ms": None}, None) is None
@@ -378,3 +379,31 @@ def test_a_sweeps_rows_give_its_key_buckets():
     assert [b["config"] for b in result.buckets["buckets"]] == ["a", "b"]
     assert result.buckets == analysis.buckets(rows)
     assert SweepResult.from_dict(result.to_dict()).buckets == result.buckets
+
+
+def test_a_strategy_sweep_reads_back_and_prints_what_it_chose(capsys):
+    from workbench.cli.sweep import show
+
+    recorded = _table({(16, 8, 4): 1.0, (32, 8, 4): 1.3, (64, 8, 4): 2.0})
+    first, second, third = recorded["rows"]
+    first.update(chosen_by="coordinate", order=1)
+    second.update(chosen_by="coordinate", order=2, stop="light", samples=3)
+    third.update(status="skipped", reason="coordinate chose others (2 timings)", ms=None)
+    recorded["strategy"] = {
+        "name": "coordinate",
+        "budget": {"evaluations": 2, "seconds": None},
+        "seed": 0,
+        "shapes": {"1024": {"configs": 3, "evaluations": 2, "seconds": 0.5, "pick": first["label"],
+                            "stopped": "budget",
+                            "start": {"label": first["label"], "from": "Triton's pick"}}},
+    }  # fmt: skip
+    result = SweepResult.from_dict(recorded)
+    assert SweepResult.from_dict(result.to_dict()) == result
+    assert result.summary["skipped"] == 1 and result.summary["ok"] == 2
+    why = {r["label"]: r["why"] for r in result.rows}
+    assert why[third["label"]] == "skipped: coordinate chose others (2 timings)"
+    assert why[second["label"]] == "30% slower in a 3-sample timing: dropped by halving"
+    show(result, [])
+    out = capsys.readouterr().out
+    assert "coordinate: 2 timing(s) among 3 configs (budget: 2 timings, 0.5 s)" in out
+    assert "started from Triton's pick" in out

@@ -130,24 +130,26 @@ class Sweep:
         target = tuner if tuner is not None else base.fn
         if bench is not None and self.strategy != "exhaustive":
             self._search(shape, configs, futures, bench, target, tuner)
-        else:
-            for future in as_completed(futures):
-                row = futures[future]
-                row.update(self._compiled(future))
-                if bench is not None and row["status"] == analysis.TIMED:
-                    started = time.perf_counter()
-                    self._time_row(row, bench, target)
-                    self._add_time("timing_s", time.perf_counter() - started)
-                elif row["status"] == analysis.TIMED:
-                    row["status"] = "static"
-                self._add(row)
-                self._emit_progress(
-                    sum(r["shape"] == list(shape) for r in self.result.rows), total, row["label"]
-                )
+            futures = {}  # the search has taken every compile: the loop below has none left
+        for future in as_completed(futures):
+            row = futures[future]
+            row.update(self._compiled(future))
+            if bench is not None and row["status"] == analysis.TIMED:
+                started = time.perf_counter()
+                self._time_row(row, bench, target)
+                self._add_time("timing_s", time.perf_counter() - started)
+            elif row["status"] == analysis.TIMED:
+                row["status"] = "static"
+            self._add(row)
+            self._emit_progress(
+                sum(r["shape"] == list(shape) for r in self.result.rows), total, row["label"]
+            )
         self._add_time("sweep_s", time.perf_counter() - phase)
-        if bench is not None and tuner is not None and text not in self.result.triton:
-            if not (shard and shard[0]):
+        if bench is not None and tuner is not None and not (shard and shard[0]):
+            if text not in self.result.triton:  # coordinate descent asked for it already
+                started = time.perf_counter()
                 self._triton(text, tuner, bench)  # beside the sweep, outside its sweep_s
+                self._add_time("triton_s", time.perf_counter() - started)
 
     def _submit(self, base: Launch, tuner: Any, shape: Shape, todo: list[Values]) -> dict:
         hook = tuner.configs[0].pre_hook if tuner is not None and tuner.configs else None
@@ -212,8 +214,10 @@ class Sweep:
         budget = budget or strategy.default_budget(name, len(rows))
         start = None
         if name == "coordinate" and rows:
-            if tuner is not None:
+            if tuner is not None:  # its start: Triton's pick is timed first (in sweep_s here)
+                started = time.perf_counter()
                 self._triton(text, tuner, bench)
+                self._add_time("triton_s", time.perf_counter() - started)
             pick = (self.result.triton.get(text) or {}).get("label")
             start = strategy.static_start(rows, pick)
         by_label = {r["label"]: r for r in rows}
@@ -319,14 +323,12 @@ class Sweep:
     def _triton(self, text: str, tuner: Any, bench: dict) -> None:
         from workbench.sweep.timing import persisted, triton_pick
 
-        started = time.perf_counter()
         try:
             pick = triton_pick(tuner, lambda: self.spec.kernel_fn(*bench["inputs"]))
         except Exception as exc:  # noqa: BLE001 - the comparison is optional; say why it is missing
             pick = {"label": None, "problem": problem_from_exception(exc).to_dict()}
         self.result.triton[text] = pick
         self.result.persisted[text] = persisted(tuner)
-        self._add_time("triton_s", time.perf_counter() - started)
         self._save()
 
     def _add(self, row: dict) -> None:
@@ -370,16 +372,17 @@ class Sweep:
 
 
 def _recorded(row: dict, samples: int | None) -> dict | None:
-    """The row's answer to a timing at `samples` (None: the full one) when it already holds it:
-    a failure, or a timing of that kind (this run's or the resumed run's); else None."""
+    """The row's answer to a timing at `samples` (None: the full one) when it already holds it
+    (this run's or the resumed run's): a failure, a timing of that many samples, or a full
+    timing, which answers a light one too; else None."""
     if row["status"] in analysis.FAILED:
         return {**row, "check_s": 0.0, "timing_s": 0.0}
     if row["status"] != analysis.TIMED or row["ms"] is None:
         return None
-    if samples is None:
-        return {**row, "check_s": 0.0} if row.get("stop") != "light" else None
     done = [r for r in row.get("rounds", []) if r["samples"] == samples]
-    return {**row, **done[0], "check_s": 0.0} if done else None
+    if done:
+        return {**row, **done[0], "check_s": 0.0}
+    return {**row, "check_s": 0.0} if row.get("stop") != "light" else None
 
 
 def config_launch(base: Launch, values: Values, pre_hook: Any) -> Launch:

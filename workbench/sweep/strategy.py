@@ -45,7 +45,7 @@ class Budget:
 
     def text(self) -> str:
         if self.evaluations is not None:
-            return f"{self.evaluations} evaluations"
+            return f"{self.evaluations} timings"
         return f"{self.seconds:g} s" if self.seconds is not None else "the whole space"
 
     def to_dict(self) -> dict:

@@ -70,8 +70,8 @@ def strategy_line(info: dict, shape: str) -> str:
     seconds = f", {at['seconds']:.1f} s" if at.get("seconds") is not None else ""
     start = f"; started from {at['start']['from']}" if at.get("start") else ""
     return (
-        f"{info['name']} timed {at['evaluations']} time(s) over {at['configs']} configs "
-        f"(budget: {Budget(**info['budget']).text()}{seconds}){start}; the rest are skipped"
+        f"{info['name']}: {at['evaluations']} timing(s) among {at['configs']} configs "
+        f"(budget: {Budget(**info['budget']).text()}{seconds}){start}; the others are skipped"
     )
 
 
