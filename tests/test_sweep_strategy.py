@@ -49,7 +49,7 @@ def _counted(rec: replay.Recorded, seed: int) -> tuple[strategy.Evaluate, list]:
 
 def _search(rec: replay.Recorded, name: str, budget: Budget, seed: int):
     evaluate, asked = _counted(rec, seed)
-    start = strategy.static_start(rec.rows, rec.triton)[0] if name == "coordinate" else None
+    start = rec.start()[0] if name == "coordinate" else None
     return strategy.search(name, rec.space, evaluate, budget, seed, start), asked
 
 

@@ -214,7 +214,8 @@ class Sweep:
         budget = budget or strategy.default_budget(name, len(rows))
         start = None
         if name == "coordinate" and rows:
-            if tuner is not None:  # its start: Triton's pick is timed first (in sweep_s here)
+            if tuner is not None and strategy.starts_from_triton(self.params.get("space")):
+                # its start: Triton's pick, timed first (so in sweep_s too)
                 started = time.perf_counter()
                 self._triton(text, tuner, bench)
                 self._add_time("triton_s", time.perf_counter() - started)

@@ -46,6 +46,14 @@ class Recorded:
     rows: list[Row]
     best: Row
     triton: str | None
+    """Triton's pick, as recorded."""
+    own: bool
+    """The space is the kernel's own configs: coordinate descent does not start from Triton's
+    pick there (`strategy.starts_from_triton`), as in a live sweep."""
+
+    def start(self) -> tuple[str, str]:
+        """Where coordinate descent starts, and why."""
+        return strategy.static_start(self.rows, None if self.own else self.triton)
 
     @cached_property
     def space(self) -> Space:
@@ -112,7 +120,8 @@ def recorded(result: SweepResult, name: str) -> list[Recorded]:
         order = analysis.ranked(space)
         if order:
             pick = (result.triton.get(shape) or {}).get("label")
-            out.append(Recorded(shape, space, order[0], pick))
+            own = not strategy.starts_from_triton(result.space)
+            out.append(Recorded(shape, space, order[0], pick, own))
     return out
 
 
@@ -150,7 +159,7 @@ def _light(row: Row, samples: int, seed: int) -> float:
 
 
 def run(rec: Recorded, name: str, budget: Budget, seed: int) -> Trace:
-    start = strategy.static_start(rec.rows, rec.triton)[0] if name == "coordinate" else None
+    start = rec.start()[0] if name == "coordinate" else None
     return strategy.search(name, rec.space, evaluator(rec, seed), budget, seed, start)
 
 
@@ -224,7 +233,7 @@ def _stats(rec: Recorded, name: str, traces: list[Trace]) -> dict:
     final = [times[t.pick] / rec.best["ms"] if t.pick else None for t in traces]
     within = sum(n is not None and n <= share for n in needed)
     median = _rank(needed, 0.5)
-    start = strategy.static_start(rec.rows, rec.triton) if name == "coordinate" else None
+    start = rec.start() if name == "coordinate" else None
     return {
         "strategy": name,
         "start": {"label": start[0], "from": start[1]} if start else None,

@@ -152,6 +152,12 @@ def _order(value: Any) -> tuple:
     return (2, 0, str(value))
 
 
+def starts_from_triton(space: str | None) -> bool:
+    """Whether coordinate descent starts from Triton's pick in a sweep of `space`: not in the
+    kernel's own configs, which Triton's autotuner times every one of to pick."""
+    return space not in (None, "own")
+
+
 def static_start(rows: list[Row], triton: str | None) -> tuple[str, str]:
     """(label, why) where coordinate descent starts: Triton's pick when it is in the space, else
     the config the static facts rank best (no spills, then the highest occupancy, then the
