@@ -27,7 +27,7 @@ NOISE = 0.02
 LOW_OCCUPANCY = 25.0
 TIMED = "ok"
 FAILED = ("failed", "wrong", "timeout")
-STATUSES = (TIMED, "static", "pruned", "skipped", *FAILED)
+STATUSES = (TIMED, "static", "pruned", "skipped", "wrong", "failed", "timeout")
 """static: compiled, not timed (no GPU); skipped: compiled, not chosen by the search strategy."""
 
 
@@ -164,7 +164,7 @@ def summarize(result: SweepResult) -> SweepResult:
     result.summary = {
         "configs": len({r["label"] for r in result.rows}),
         "rows": len(status),
-        **{s: status.count(s) for s in STATUSES},
+        **{s: status.count(s) for s in STATUSES if s in status or s != "skipped"},
         "best": {s: v["best"] for s, v in shapes.items()},
     }
     return result

@@ -15,9 +15,9 @@ from workbench.sweep.analysis import summarize
 
 EXPLAINED = ("shapes", "minimal_set", "buckets", "summary")
 """The keys `to_dict` adds to the recorded ones (recomputed on reading)."""
-OPTIONAL = ("notes", "shards", "store_problem", "strategy")
-"""Recorded keys written only when set: a single-GPU sweep has no shards, an exhaustive one no
-strategy."""
+OPTIONAL = ("notes", "shards", "store_problem", "strategy", "buckets")
+"""Keys written only when set: a single-GPU sweep has no shards, an exhaustive one no strategy,
+a one-shape one no buckets."""
 
 
 @dataclass
@@ -63,7 +63,8 @@ class SweepResult:
         return {k: v for k, v in out.items() if k not in OPTIONAL or v}
 
     def to_dict(self) -> dict:
-        return {**self.record(), **{k: getattr(self, k) for k in EXPLAINED}}
+        explained = {k: getattr(self, k) for k in EXPLAINED}
+        return {**self.record(), **{k: v for k, v in explained.items() if k not in OPTIONAL or v}}
 
     @classmethod
     def from_dict(cls, d: dict) -> SweepResult:
