@@ -194,8 +194,9 @@ class Sweep:
     ) -> None:
         """Time only the configs the search strategy asks for. Compiles are whole-space: the
         static start and the rows left untimed need every config's facts. Coordinate descent
-        starts from Triton's pick, so Triton's autotuner runs first here. Rows of an earlier
-        run (--resume) answer what they timed, so a resumed search retraces its steps."""
+        beyond the kernel's own configs starts from Triton's pick, so Triton's autotuner runs
+        first there. Rows of an earlier run (--resume) answer what they timed, so a resumed
+        search retraces its steps."""
         text = shape_text(shape)
         for future in as_completed(futures):
             futures[future].update(self._compiled(future))
@@ -223,16 +224,17 @@ class Sweep:
             start = strategy.static_start(rows, pick)
         by_label = {r["label"]: r for r in rows}
         listed = {r["label"] for r in rows if r["label"] not in fresh}  # rows of the earlier run
-        evaluations = [0]
+        count = 0
 
         def evaluate(values: Values, samples: int | None) -> dict:
+            nonlocal count
             row = by_label[space.key(values)]
-            evaluations[0] += 1
+            count += 1
             known = _recorded(row, samples)
             if known is not None:
                 return known
             row.setdefault("chosen_by", name)
-            row.setdefault("order", evaluations[0])
+            row.setdefault("order", count)
             checked = row.get("check") is not None
             started = time.perf_counter()
             self._time_row(row, bench, target, samples)
@@ -245,7 +247,7 @@ class Sweep:
             else:
                 listed.add(row["label"])
                 self._add(row)
-            self._emit_progress(evaluations[0], budget.evaluations or len(rows), row["label"])
+            self._emit_progress(count, budget.evaluations or len(rows), row["label"])
             return {**row, "check_s": 0.0 if checked else row.get("check_s")}
 
         seed = int(self.params.get("seed") or 0)
