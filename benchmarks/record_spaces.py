@@ -11,10 +11,11 @@ Each sweep's `--json` output is kept whole (raw/), and as a compact fixture (spa
 the rows' timings, seconds and static facts, what replay and analysis read; copy these to
 tests/fixtures/spaces/), then replayed with every strategy (replay/NAME.json and .txt). A sweep
 cut by its deadline keeps the configs it finished (the run folder's sweep.json; complete: false).
-Everything is packed into OUT/spaces.tar.
+All of it goes into OUT/spaces.tgz, beside OUT/record_spaces.json (the steps and their times);
+the run folders (cubins and all) stay in a temporary folder.
 
     python benchmarks/record_spaces.py --out "$OUT"            # about 5 minutes on an H100
-    python benchmarks/record_spaces.py --out "$OUT" --deadline 500
+    python benchmarks/record_spaces.py --out "$OUT" --deadline 400
 
 The deadline (default 500 s) bounds the three sweeps together: each gets its share (0.42, 0.40,
 0.18) of the time left when it starts; the replays and the tar take seconds more.
@@ -30,6 +31,7 @@ import signal
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from pathlib import Path
 
@@ -80,13 +82,12 @@ SWEEPS = (  # name, kernel, module, space, extra arguments, share of the deadlin
 
 
 def sweep(out: Path, name: str, kernel: str, module: Path, space: list, extra: list,
-          seconds: float) -> dict:  # fmt: skip
+          seconds: float, reports: Path) -> dict:  # fmt: skip
     """One exhaustive sweep within `seconds` (SIGTERM then: the CLI stops its job, which keeps
     its finished rows in the run folder); its result, whole or as far as it got."""
     (out / "space").mkdir(exist_ok=True)
     space_file = out / "space" / f"{name}.json"
     space_file.write_text(json.dumps(space))
-    reports = out / "reports" / name
     env = {**os.environ, "WORKBENCH_REPORTS": str(reports), "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "workbench", "sweep", kernel, "--path", str(module),
            "--space", str(space_file), *extra, "--config-timeout", "30", "--json"]  # fmt: skip
@@ -145,15 +146,17 @@ def main() -> None:
     ap.add_argument("--out", default=".")
     ap.add_argument("--deadline", type=float, default=500.0, help="seconds for the three sweeps")
     args = ap.parse_args()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "spaces").mkdir(exist_ok=True)
+    dest = Path(args.out)
+    dest.mkdir(parents=True, exist_ok=True)
+    out = Path(tempfile.mkdtemp(prefix="record-spaces-"))
+    (out / "spaces").mkdir()
     began = time.monotonic()
-    report: dict = {}
+    report: dict = {"work": str(out)}
     for i, (name, kernel, module, make, extra, share) in enumerate(SWEEPS):
         left = args.deadline - (time.monotonic() - began)
         allotted = left * share / sum(s[-1] for s in SWEEPS[i:])  # an early finish passes time on
-        done = sweep(out, name, kernel, module, make(), extra, max(30.0, allotted))
+        reports = out / "reports" / name
+        done = sweep(out, name, kernel, module, make(), extra, max(30.0, allotted), reports)
         done["allotted_s"] = round(allotted, 1)
         result = done.pop("result")
         if result:
@@ -164,7 +167,8 @@ def main() -> None:
         report[name] = done
     report["total_s"] = round(time.monotonic() - began, 1)
     (out / "record_spaces.json").write_text(json.dumps(report, indent=2))
-    with tarfile.open(out / "spaces.tar", "w") as tar:
+    (dest / "record_spaces.json").write_text(json.dumps(report, indent=2))
+    with tarfile.open(dest / "spaces.tgz", "w:gz") as tar:
         for part in ("spaces", "replay", "raw", "space", "record_spaces.json"):
             if (out / part).exists():
                 tar.add(out / part, arcname=part)
