@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import shape_text
 from workbench.sweep import model
+from workbench.sweep.buckets import key_buckets
 
 if TYPE_CHECKING:  # the result module reads its rows back through this one
     from workbench.sweep.result import SweepResult
@@ -27,6 +28,8 @@ NOISE = 0.02
 LOW_OCCUPANCY = 25.0
 TIMED = "ok"
 FAILED = ("failed", "wrong", "timeout")
+STATUSES = (TIMED, "static", "pruned", "skipped", "wrong", "failed", "timeout")
+"""static: compiled, not timed (no GPU); skipped: compiled, not chosen by the search strategy."""
 
 
 def prune_reason(resources: dict | None, drop_spills: bool) -> str:
@@ -79,7 +82,7 @@ def explain(row: Row, best: Row | None, predicted: model.Prediction | None = Non
 
 def verdict(row: Row, best: Row | None, predicted: model.Prediction | None = None) -> Verdict:
     """`explain`'s line, its brief and the gap it leaves to a profile."""
-    if row["status"] in FAILED or row["status"] == "pruned":
+    if row["status"] in FAILED or row["status"] in ("pruned", "skipped"):
         problem = row.get("problem") or {}
         reason = row.get("reason") or problem.get("cause", "")
         brief = problem.get("kind") or reason.split(":")[0]
@@ -117,6 +120,10 @@ def verdict(row: Row, best: Row | None, predicted: model.Prediction | None = Non
     if within_noise(row, best):
         return Verdict(
             f"within noise of the best ({100.0 * (measured - 1.0):+.1f}%)", "within noise"
+        )
+    if row.get("stop") == "light":  # dropped by successive halving: few samples, no verdict
+        return Verdict(
+            f"{slower} in a {row['samples']}-sample timing: dropped by halving", "halved out"
         )
     modelled = predicted is not None and predicted.explains(measured)
     reasons = facts + list(predicted.reasons if predicted and modelled else ())
@@ -166,7 +173,14 @@ def minimal_set(rows: Iterable[Row], near: float = NEAR_BEST) -> list[str]:
             times[r["label"]] = times.get(r["label"], 0.0) + r["ms"] / rs[0]["ms"]
             if r["ms"] <= rs[0]["ms"] * (1.0 + near):
                 covers.setdefault(r["label"], set()).add(s)
-    labels = sorted(covers, key=lambda k: (-len(covers[k]), times[k]))
+    # a config another covers as well at no more time is never needed: dropping it keeps the
+    # search exact, and leaves a few candidates where many shapes gave hundreds
+    labels = sorted(covers, key=lambda k: (-len(covers[k]), times[k], k))
+    labels = [
+        k
+        for i, k in enumerate(labels)
+        if not any(covers[k] <= covers[o] and times[o] <= times[k] for o in labels[:i])
+    ]
     for size in range(1, len(shapes) + 1):
         fits = [
             combo
@@ -176,6 +190,18 @@ def minimal_set(rows: Iterable[Row], near: float = NEAR_BEST) -> list[str]:
         if fits:
             return list(min(fits, key=lambda c: sum(times[k] for k in c)))
     return []  # unreachable: each shape's best covers it
+
+
+def buckets(rows: Iterable[Row], near: float = NEAR_BEST) -> dict:
+    """Which shapes can share an autotune key bucket (`buckets.key_buckets`), from the rows'
+    times over each shape's best."""
+    ratios = {}
+    for rs in by_shape(rows).values():
+        order = ranked(rs)
+        if order:
+            shape = tuple(order[0]["shape"])
+            ratios[shape] = {r["label"]: r["ms"] / order[0]["ms"] for r in order}
+    return key_buckets(ratios, near)
 
 
 def summarize(result: SweepResult) -> SweepResult:
@@ -213,11 +239,12 @@ def summarize(result: SweepResult) -> SweepResult:
     chosen = minimal_set(result.rows)
     values = {r["label"]: r["values"] for r in result.rows}
     result.minimal_set = {"labels": chosen, "configs": [values[k] for k in chosen]}
+    result.buckets = buckets(result.rows)
     status = [r["status"] for r in result.rows]
     result.summary = {
         "configs": len({r["label"] for r in result.rows}),
         "rows": len(status),
-        **{s: status.count(s) for s in ("ok", "static", "pruned", "wrong", "failed", "timeout")},
+        **{s: status.count(s) for s in STATUSES if s in status or s != "skipped"},
         "best": {s: v["best"] for s, v in shapes.items()},
     }
     return result

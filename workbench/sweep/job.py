@@ -26,11 +26,12 @@ from workbench.run.faults import problem_from_exception
 from workbench.runtime import compat, gpu_lock
 from workbench.runtime.errors import Problem, WorkbenchError, fail
 from workbench.runtime.grammar import shape_text
-from workbench.sweep import analysis, facts, space
+from workbench.sweep import analysis, facts, space, strategy
 from workbench.sweep.analysis import RESULT_FILE
 from workbench.sweep.pool import CompilePool
 from workbench.sweep.result import SweepResult
 from workbench.sweep.space import Values
+from workbench.sweep.strategy import Budget
 
 DEFAULT_ARCH = 90
 MIN_ARCH = 75
@@ -78,6 +79,12 @@ class Sweep:
             shard=params.get("shard"),
             device=facts.device(self.timed, self.dtype),
         )
+        self.strategy = params.get("strategy") or "exhaustive"
+        if self.strategy != "exhaustive" and not self.timed:
+            self.result.notes.append(
+                f"--strategy {self.strategy} chooses which configs to time, and nothing is timed "
+                "here (no GPU, or another --arch): every config is compiled and shown static"
+            )
 
     def run(self) -> SweepResult:
         start = time.perf_counter()
@@ -126,6 +133,9 @@ class Sweep:
         self._add_time("capture_s", time.perf_counter() - phase)
         bench = self._bench_setup(shape) if self.timed else None
         target = tuner if tuner is not None else base.fn
+        if bench is not None and self.strategy != "exhaustive":
+            self._search(shape, configs, futures, bench, target, tuner)
+            futures = {}  # the search has taken every compile: the loop below has none left
         for future in as_completed(futures):
             row = futures[future]
             row.update(self._compiled(future))
@@ -141,9 +151,10 @@ class Sweep:
             )
         self._add_time("sweep_s", time.perf_counter() - phase)
         if bench is not None and tuner is not None and not (shard and shard[0]):
-            started = time.perf_counter()
-            self._triton(text, tuner, bench)  # beside the sweep, outside its sweep_s
-            self._add_time("triton_s", time.perf_counter() - started)
+            if text not in self.result.triton:  # coordinate descent asked for it already
+                started = time.perf_counter()
+                self._triton(text, tuner, bench)  # beside the sweep, outside its sweep_s
+                self._add_time("triton_s", time.perf_counter() - started)
 
     def _submit(self, base: Launch, tuner: Any, shape: Shape, todo: list[Values]) -> dict:
         hook = tuner.configs[0].pre_hook if tuner is not None and tuner.configs else None
@@ -178,6 +189,89 @@ class Sweep:
             "resources": out["resources"],
         }
 
+    def _search(
+        self,
+        shape: Shape,
+        configs: list[Values],
+        futures: dict,
+        bench: dict,
+        target: Any,
+        tuner: Any,
+    ) -> None:
+        """Time only the configs the search strategy asks for. Compiles are whole-space: the
+        static start and the rows left untimed need every config's facts. Coordinate descent
+        beyond the kernel's own configs starts from Triton's pick, so Triton's autotuner runs
+        first there. Rows of an earlier run (--resume) answer what they timed, so a resumed
+        search retraces its steps."""
+        text = shape_text(shape)
+        for future in as_completed(futures):
+            futures[future].update(self._compiled(future))
+        fresh = {r["label"]: r for r in futures.values()}
+        rows = []
+        for values in configs:
+            row = fresh.get(space.key(values)) or self.done.get((text, space.key(values)))
+            if row and row.get("resources") and row["status"] != "pruned":
+                rows.append(row)
+        space_labels = {r["label"] for r in rows}
+        for row in fresh.values():
+            if row["label"] not in space_labels:  # failed to compile, or pruned
+                self._add(row)
+        name = self.strategy
+        budget = Budget(**self.params["budget"]) if self.params.get("budget") else None
+        budget = budget or strategy.default_budget(name, len(rows))
+        start = None
+        if name == "coordinate" and rows:
+            if tuner is not None and strategy.starts_from_triton(self.params.get("space")):
+                # its start: Triton's pick, timed first (so in sweep_s too)
+                started = time.perf_counter()
+                self._triton(text, tuner, bench)
+                self._add_time("triton_s", time.perf_counter() - started)
+            pick = (self.result.triton.get(text) or {}).get("label")
+            start = strategy.static_start(rows, pick)
+        by_label = {r["label"]: r for r in rows}
+        listed = {r["label"] for r in rows if r["label"] not in fresh}  # rows of the earlier run
+        count = 0
+
+        def evaluate(values: Values, samples: int | None) -> dict:
+            nonlocal count
+            row = by_label[space.key(values)]
+            count += 1
+            known = _recorded(row, samples)
+            if known is not None:
+                return known
+            row.setdefault("chosen_by", name)
+            row.setdefault("order", count)
+            checked = row.get("check") is not None
+            started = time.perf_counter()
+            self._time_row(row, bench, target, samples)
+            self._add_time("timing_s", time.perf_counter() - started)
+            if samples is not None or "rounds" in row:  # successive halving's rounds
+                kept = ("samples", "ms", "p20", "p80", "timing_s")
+                row.setdefault("rounds", []).append({k: row.get(k) for k in kept})
+            if row["label"] in listed:
+                self._save()
+            else:
+                listed.add(row["label"])
+                self._add(row)
+            self._emit_progress(count, budget.evaluations or len(rows), row["label"])
+            return {**row, "check_s": 0.0 if checked else row.get("check_s")}
+
+        seed = int(self.params.get("seed") or 0)
+        found = strategy.Space([r["values"] for r in rows])
+        trace = strategy.search(name, found, evaluate, budget, seed, start and start[0])
+        for row in rows:
+            if row["label"] not in listed:
+                row.update(status="skipped", reason=f"{name} chose others ({budget.text()})")
+                self._add(row)
+        recorded = self.result.strategy or {"name": name, "budget": budget.to_dict(), "seed": seed}
+        recorded.setdefault("shapes", {})[text] = {
+            "configs": len(rows),
+            "start": {"label": start[0], "from": start[1]} if start else None,
+            **trace.summary(),
+        }
+        self.result.strategy = recorded
+        self._save()
+
     def _bench_setup(self, shape: Shape) -> dict:
         from workbench.check import exact
         from workbench.runtime import tensors
@@ -188,8 +282,9 @@ class Sweep:
         ref = tensors.outputs(self.spec.reference_fn(*inputs))
         return {"inputs": inputs, "ref": ref, "wider": wider, "best": None, "shape": shape}
 
-    def _time_row(self, row: dict, bench: dict, target: Any) -> None:
-        """Check the config's output against the reference, then time it; failures are rows."""
+    def _time_row(self, row: dict, bench: dict, target: Any, samples: int | None = None) -> None:
+        """Check the config's output against the reference (once), then time it (`samples`: a
+        light timing of that many); failures are rows. The seconds each part took are kept."""
         import torch
 
         from workbench.check.compare import compare
@@ -199,22 +294,30 @@ class Sweep:
 
         self._running(row)
         call = lambda: self.spec.kernel_fn(*bench["inputs"])  # noqa: E731
+        started, part = time.perf_counter(), "check_s"
         try:
             with compat.pinned(target, *split_options(row["values"])):
-                with tensors.poisoned_allocations():
-                    out = tensors.outputs(call())
-                torch.cuda.synchronize()
-                case = CaseResult("sweep", row["shape"], self.dtype or "as given", "contiguous")
-                compare(self.spec, case, out, bench["ref"], self.dtype, bench["wider"])
-                row["check"] = {k: getattr(case, k) for k in ("max_abs_diff", "rel_l2", "bad")}
-                if case.status != "passed":
-                    row.update(status="wrong", reason=f"wrong result: {case.reason}")
-                    return
+                if row.get("check") is None:
+                    with tensors.poisoned_allocations():
+                        out = tensors.outputs(call())
+                    torch.cuda.synchronize()
+                    case = CaseResult("sweep", row["shape"], self.dtype or "as given", "contiguous")
+                    compare(self.spec, case, out, bench["ref"], self.dtype, bench["wider"])
+                    row["check"] = {k: getattr(case, k) for k in ("max_abs_diff", "rel_l2", "bad")}
+                    row["check_s"] = round(time.perf_counter() - started, 4)
+                    if case.status != "passed":
+                        row.update(status="wrong", reason=f"wrong result: {case.reason}")
+                        row["timing_s"] = 0.0
+                        return
+                started, part = time.perf_counter(), "timing_s"
                 best = bench["best"]
                 with gpu_lock.alone(self.ctx.device):
-                    row.update(adaptive_ms(call, best))
-                bench["best"] = row["ms"] if best is None else min(best, row["ms"])
+                    row.update(adaptive_ms(call, best, samples))
+                row["timing_s"] = round(time.perf_counter() - started, 4)
+                if samples is None:  # a light timing is too rough to stop others early
+                    bench["best"] = row["ms"] if best is None else min(best, row["ms"])
         except Exception as exc:  # noqa: BLE001 - a failing config is a row; the next one runs
+            row[part] = round(time.perf_counter() - started, 4)
             problem = (
                 exc.problem if isinstance(exc, WorkbenchError) else problem_from_exception(exc)
             )
@@ -275,6 +378,20 @@ class Sweep:
                 for child in multiprocessing.active_children():
                     child.kill()
                 os._exit(124)
+
+
+def _recorded(row: dict, samples: int | None) -> dict | None:
+    """The row's answer to a timing at `samples` (None: the full one) when it already holds it
+    (this run's or the resumed run's): a failure, a timing of that many samples, or a full
+    timing, which answers a light one too; else None."""
+    if row["status"] in analysis.FAILED:
+        return {**row, "check_s": 0.0, "timing_s": 0.0}
+    if row["status"] != analysis.TIMED or row["ms"] is None:
+        return None
+    done = [r for r in row.get("rounds", []) if r["samples"] == samples]
+    if done:
+        return {**row, **done[0], "check_s": 0.0}
+    return {**row, "check_s": 0.0} if row.get("stop") != "light" else None
 
 
 def config_launch(base: Launch, values: Values, pre_hook: Any) -> Launch:

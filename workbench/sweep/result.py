@@ -14,11 +14,12 @@ from typing import Any
 
 from workbench.sweep.analysis import summarize
 
-EXPLAINED = ("shapes", "minimal_set", "summary")
+EXPLAINED = ("shapes", "minimal_set", "buckets", "summary")
 """The keys `to_dict` adds to the recorded ones (recomputed on reading)."""
-OPTIONAL = ("notes", "shards", "store_problem", "device", "problems")
-"""Recorded keys written only when set: a single-GPU sweep has no shards, and one recorded
-before the static model has no device or problem facts."""
+OPTIONAL = ("notes", "shards", "store_problem", "device", "problems", "strategy", "buckets")
+"""Recorded keys written only when set: a single-GPU sweep has no shards, an exhaustive one no
+strategy, a one-shape one no buckets, and one recorded before the static model has no device or
+problem facts."""
 
 
 @dataclass
@@ -54,9 +55,14 @@ class SweepResult:
     plot: str | None = None
     """The PNG drawn beside the runs (None in the job's own result, or with nothing timed)."""
     store_problem: dict | None = None
+    strategy: dict | None = None
+    """A search strategy's sweep: its name, budget, seed, and per shape its start, timings and
+    seconds (`sweep.strategy`); None: every config timed."""
     shapes: dict[str, dict] = field(default_factory=dict)
     """Shape -> best, best_ms, ranked, triton, finding (`analysis.summarize`)."""
     minimal_set: dict[str, list] = field(default_factory=dict)
+    buckets: dict = field(default_factory=dict)
+    """Which shapes can share an autotune key bucket (`analysis.buckets`)."""
     summary: dict[str, Any] = field(default_factory=dict)
 
     def record(self) -> dict:
@@ -65,7 +71,8 @@ class SweepResult:
         return {k: v for k, v in out.items() if k not in OPTIONAL or v}
 
     def to_dict(self) -> dict:
-        return {**self.record(), **{k: getattr(self, k) for k in EXPLAINED}}
+        explained = {k: getattr(self, k) for k in EXPLAINED}
+        return {**self.record(), **{k: v for k, v in explained.items() if k not in OPTIONAL or v}}
 
     @classmethod
     def from_dict(cls, d: dict) -> SweepResult:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from workbench.runtime.grammar import shape_text
 from workbench.sweep import analysis
 from workbench.sweep.plot import names, order
-from workbench.views.text import fmt
+from workbench.sweep.strategy import Budget
+from workbench.views.text import fmt, table
 
 HEADERS = (
     "#",
@@ -61,3 +63,89 @@ def _brief(row: dict) -> str:
     """The row's brief; for a run recorded before briefs, its explanation up to the reasons
     (`25% slower`); for a live row, its status."""
     return row.get("brief") or row.get("why", "").split(":")[0] or row["status"]
+
+
+def strategy_line(info: dict, shape: str) -> str:
+    """What a search strategy did at one shape (`SweepResult.strategy`)."""
+    at = info.get("shapes", {}).get(shape)
+    if not at:
+        return ""
+    seconds = f", {at['seconds']:.1f} s" if at.get("seconds") is not None else ""
+    start = f"; started from {at['start']['from']}" if at.get("start") else ""
+    return (
+        f"{info['name']}: {at['evaluations']} timing(s) among {at['configs']} configs "
+        f"(budget: {Budget(**info['budget']).text()}{seconds}){start}; the others are skipped"
+    )
+
+
+def bucket_lines(buckets: dict) -> list[str]:
+    """Which shapes can share an autotune key bucket, one line per bucket."""
+    if not buckets.get("buckets"):
+        return [f"key buckets: {buckets['note']}"] if buckets.get("note") else []
+    dims = buckets["dims"]
+    out = [
+        f"autotune key buckets (power-of-two ranges of shape dimension(s) {dims}; one config "
+        "keeps each shape of its bucket within 5% of its best):"
+    ]
+    for b in buckets["buckets"]:
+        ranges = " x ".join(f"{lo}..{hi}" for lo, hi in b["ranges"])
+        shapes = ", ".join(shape_text(s) for s in b["shapes"])
+        config = b["config"] or "none fits"
+        worst = f" (worst {b['worst']:.3f}x)" if b["worst"] else ""
+        out.append(f"  {ranges}: {config}{worst}  <- {shapes}")
+    if buckets.get("note"):
+        out.append(f"  {buckets['note']}")
+    return out
+
+
+REPLAY_HEADERS = (
+    "strategy",
+    "median",
+    "p90",
+    "reached",
+    "within share",
+    "seconds (median)",
+    "final vs best",
+    "timings made",
+)
+
+
+def replay_lines(report: dict) -> list[str]:
+    """A replay's report (`sweep.replay.replay`) as text: a table per shape."""
+    near, share = f"{report['near']:.0%}", f"{report['share']:.0%}"
+    out = [
+        f"replay of {report['kernel']} ({report['dtype'] or 'as given'}) timed on "
+        f"{report['gpu']}, {report['seeds']} seed(s), budget: {report['budget']['text']}",
+        f"timings until the strategy's pick is within {near} of the exhaustive best (median and "
+        f"p90 over the seeds; - never); within share: reached with at most {share} of the space",
+    ]
+    for shape in report["shapes"]:
+        out.append(
+            f"\n{shape['shape']}: {shape['configs']} configs, best {shape['best']} "
+            f"({fmt(shape['best_ms'], 4)} ms)"
+        )
+        rows = []
+        for s in shape["strategies"]:
+            need, within = s["to_near"], s["within_share"]
+            seconds = (s["seconds_to_near"] or {}).get("median")
+            rows.append(
+                (
+                    s["strategy"],
+                    fmt(need["median"]),
+                    fmt(need["p90"]),
+                    f"{s['reached']}/{within['of']}",
+                    f"{'yes' if within['yes'] else 'no'} ({within['seeds']}/{within['of']}, "
+                    f"<= {within['share']})",
+                    fmt(seconds),
+                    f"{s['final_vs_best']:.3f}x" if s["final_vs_best"] else "-",
+                    fmt(s["spent"]),
+                )
+            )
+        out.append(table(REPLAY_HEADERS, rows))
+        for s in shape["strategies"]:
+            if s["start"]:
+                out.append(
+                    f"{s['strategy']} starts from {s['start']['from']}: {s['start']['label']}"
+                )
+    out += [f"note: {n}" for n in report["notes"]]
+    return out
