@@ -10,11 +10,12 @@ import importlib.util
 import io
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import AsyncIterator, Sequence
 
-from conftest import FAULTY, FIXTURES, ROOT
+from conftest import FAULTY, FIXTURES, ROOT, cli
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
@@ -470,9 +471,11 @@ async def test_bench_tab_shows_the_stored_h100_bench_and_b_is_greyed_here():
         assert "stored run bench-vector_add" in head(app, "bench")
 
 
-async def test_history_tab_marks_a_regression_beyond_the_noise():
-    """Three H100 bench runs of vector_add, the newest float32 case 30 % slower: `h` shows the
-    times per case across runs with that case marked, as `history NAME --trend` does."""
+async def test_history_tab_lists_every_run_newest_first_as_history_prints_them():
+    """Runs of every kind, newest first, each with its verdict (a resources run made here on
+    CPU, a failed check, H100 bench runs), the same rows `history NAME` prints; below them the
+    bench times per case across runs, the newest float32 case 30 % slower marked as `history
+    NAME --trend` marks it."""
     for n, scale in enumerate((1.0, 1.01, 1.3)):
         result = h100_bench()
         for r in result["records"]:
@@ -480,12 +483,25 @@ async def test_history_tab_marks_a_regression_beyond_the_noise():
                 for k in ("ms", "ms_p20", "ms_p80"):
                     r[k] *= scale
         record("bench", "vector_add", result, started=time.time() - 3600 + n, run_id=f"b{n}")
+    record("check", "vector_add", check_result("vector_add", ["passed", "failed"]), run_id="c")
     async with opened() as (app, pilot):
         await select(app, pilot, "vector_add")
         await show(app, pilot, "history", "h")
+        await pilot.press("s")  # resources, cross-compiled here: the History tab reads it anew
+        await settle(app, pilot)
+        await show(app, pilot, "history", "h")
+        await until(pilot, lambda: "5 run(s) of vector_add" in head(app, "history"))
         shown = head(app, "history")
+        assert "5 run(s) of vector_add, newest first: 1 resources, 1 check, 3 bench" in shown
         assert "3 bench run(s), 3 case(s): 1 regression(s) beyond the noise" in shown
         assert "regression: vector_add 268435456 float32 on NVIDIA H100" in shown
+        runs = app.screen.pane("history").query_one("#history-runs", DataTable)
+        rows = [tuple(str(c) for c in runs.get_row_at(i)) for i in range(runs.row_count)]
+        assert [r[2] for r in rows] == ["resources", "check", "bench", "bench", "bench"]
+        assert rows[0][-1] == "1 of 1 compiled for sm_90" and rows[0][4] == "cross-compile"
+        assert rows[1][-1].startswith("NOT correct") and rows[2][-1] == "3 of 3 timed"
+        printed = cli("history", "vector_add").stdout.splitlines()
+        assert [tuple(re.split(r"\s{2,}", line)) for line in printed[2:7]] == rows, printed
         table = app.screen.pane("history").query_one("#history-cases", DataTable)
         verdicts = dict(zip(column(table, 0), column(table, 8)))
         assert verdicts["vector_add 268435456 float32"] == "REGRESSION"
@@ -493,7 +509,7 @@ async def test_history_tab_marks_a_regression_beyond_the_noise():
         sparks = text(app.screen.pane("history").query_one("#history-sparks", Static))
         assert "▁▁█" in sparks
         await select(app, pilot, "softmax")
-        assert head(app, "history").startswith("no bench runs of softmax stored")
+        assert head(app, "history").startswith("no runs of softmax stored")
 
 
 async def test_help_and_palette_come_from_the_keymap():

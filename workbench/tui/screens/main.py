@@ -20,7 +20,7 @@ from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPan
 from workbench.catalog.discovery import KernelEntry
 from workbench.tui import keymap
 from workbench.tui.catalog import find_kernels
-from workbench.tui.jobqueue import DONE, QUEUED, RUNNING, Task
+from workbench.tui.jobqueue import CANCELLED, DONE, QUEUED, RUNNING, Task
 from workbench.tui.tabs import TABS, Tab, pane_class, tab
 from workbench.tui.widgets.job_bar import JobBar
 from workbench.tui.widgets.kernel_list import KernelList
@@ -283,13 +283,17 @@ class MainScreen(Screen[None]):
         self.query_one(JobBar).show(self.app.queue)  # type: ignore[attr-defined]
         if event is None:
             self.refresh_bindings()
-        if task.state in (DONE, "cancelled") and task.finished is not None and event is None:
+        ended = task.state in (DONE, CANCELLED) and event is None
+        if ended and task.finished is not None:
             for tab_id in ACTIONS[task.action].tabs:
                 self.app.results[(task.kernel.name, tab_id)] = task.finished  # type: ignore[attr-defined]
             self.app.results.pop((task.kernel.name, "history"), None)  # type: ignore[attr-defined]
-            self.looked.discard((task.kernel.name, "history"))  # a bench run adds to it
+            self.looked.discard((task.kernel.name, "history"))  # every run adds to it
             self.load_status([task.kernel.name])
         entry, t = self.selected, self.active_tab
+        if ended and t.id == "history" and entry is not None and entry.name == task.kernel.name:
+            self.show_in(t)  # read again, with the run that just ended
+            return
         if entry is None or entry.name != task.kernel.name or t.id not in ACTIONS[task.action].tabs:
             return
         pane = self.pane(t.id)
