@@ -181,7 +181,7 @@ def test_history_lists_every_kind_of_run_with_its_verdict():
     put("diagnose-try", "pitfall_tail", trial, time.time() + 1)
     listed = cli("history", "pitfall_tail")
     assert listed.returncode == 0, listed.stderr
-    rows = [line.split()[3:] for line in listed.stdout.splitlines()[2:] if line.strip()]
+    rows = [line.split()[3:] for line in listed.stdout.splitlines()[4:] if line.strip()]
     kinds = [r[0] for r in rows]
     assert kinds[0] == "diagnose-try" and sorted(kinds[1:]) == ["check", "diagnose", "ir"]
     said = {r[0]: " ".join(r[4:]) for r in rows}
@@ -189,5 +189,5 @@ def test_history_lists_every_kind_of_run_with_its_verdict():
     assert said["diagnose"] == "first no-boundary-mask, 1 above info"
     assert said["check"] == "NOT correct: tail not covered (missing mask)"
     assert said["ir"] == "1 of 1 compiled for sm_90"
-    only = cli("history", "pitfall_tail", "--kind", "diagnose").stdout.splitlines()[2:]
+    only = cli("history", "pitfall_tail", "--kind", "diagnose").stdout.splitlines()[4:]
     assert [line.split()[3] for line in only] == ["diagnose-try", "diagnose"]

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Sequence
 
 from conftest import FAULTY, FIXTURES, ROOT, cli
 from textual.pilot import Pilot
+from rich.text import Text
 from textual.widgets import DataTable, Static
 
 from workbench.bench.result import BenchRecord, BenchResult, Ceilings
@@ -114,11 +115,12 @@ async def until(pilot, done, timeout: float = 10.0) -> None:  # type: ignore[no-
 
 
 def text(widget: Static) -> str:
-    """A Static's content as plain text, whatever renderable it holds."""
+    """A Static's content as plain text, whatever renderable it holds: for a PlainStatic, the
+    text it was given, before it was wrapped to the widget's width."""
     from rich.console import Console
 
     console = Console(width=400, record=True, file=io.StringIO())
-    console.print(widget.content)
+    console.print(getattr(widget, "source", widget.content))
     return console.export_text()
 
 
@@ -370,6 +372,91 @@ async def test_ir_sweep_and_cache_of_one_kernel_then_its_file_changes(tmp_path, 
         assert app.screen.query_one(KernelList).get_row_at(0)[5] == "edited"
 
 
+async def test_esc_on_the_ir_tab_leaves_the_selection_and_goes_back_to_the_kernel_list():
+    """Tab from the IR code lands in the kernel filter: a stage key typed there by mistake
+    filters every kernel away, and esc brings them back with the kernel selected before, not
+    the first. Esc closes the IR search, then goes back to the list; `/` searches the IR
+    wherever the focus is; a kernel without IR shows no other kernel's file or stage."""
+    from workbench.tui.widgets.code_view import CodeView
+
+    ir = json.loads((FIXTURES / "ir_gpu_pitfall_spill.json").read_text())["result"]
+    record("ir", "pitfall_spill", ir)  # on the H100
+    async with opened([PITFALLS]) as (app, pilot):
+        await select(app, pilot, "pitfall_spill")
+        await show(app, pilot, "ir")
+        kernels, pane = app.screen.query_one(KernelList), app.screen.pane("ir")
+        await pilot.press("enter", "tab", "tab")  # into the tab, past the IR code
+        assert app.screen.query_one("#filter").has_focus
+        await pilot.press("right_square_bracket")  # meant for the IR: no kernel matches "]"
+        assert kernels.selected is None
+        await pilot.press("escape")
+        assert kernels.has_focus and kernels.row_count == len(app.catalog.kernels)
+        assert kernels.selected.name == "pitfall_spill"
+        await pilot.press("slash", *"spill")  # from the list: the IR's search, not the filter
+        search = pane.query_one("#ir-search")
+        assert search.has_focus and not app.screen.query_one("#filter").value
+        await pilot.press("escape")
+        assert not search.display and pane.query_one("#ir-code").has_focus
+        for _ in range(2):  # back to the list; then nothing is left to close, nothing moves
+            await pilot.press("escape")
+            assert kernels.has_focus and kernels.selected.name == "pitfall_spill"
+        assert pane.query_one("#ir-code", CodeView).border_title.startswith("ttir: ")
+        await select(app, pilot, "pitfall_spill_fixed")
+        assert [v.border_title for v in pane.query(CodeView)] == ["", ""]
+
+
+async def test_at_100x30_no_line_is_cut_mid_word():
+    """On a 100x30 terminal: the footer shows whole keys (`?` first), the help screen wraps its
+    prose in columns that fit, the Check tab cuts a long note at a word with the whole note
+    below the table, and texts wrap at words with their continuations indented (a config's
+    K=V list breaks after a comma): the CPU check of pitfall_tail and the H100 diagnosis of
+    pitfall_spill, as stored."""
+    from test_tui_snapshots import _h100_diagnosis
+
+    check = json.loads((FIXTURES / "report" / "check_cpu_pitfall_tail.json").read_text())
+    record("check", "pitfall_tail", check["result"])
+    record("diagnose", "pitfall_spill", _h100_diagnosis("pitfall_spill"))
+    async with opened([PITFALLS], size=(100, 30)) as (app, pilot):
+        footer = app.screen.query_one("Footer")
+        await until(pilot, lambda: any(not k.display for k in footer.query("FooterKey")))
+        keys = list(footer.query("FooterKey"))
+        palette = next(k for k in keys if k.has_class("-command-palette"))
+        shown = [k for k in keys if k.display and k is not palette]
+        assert shown[0].key == "question_mark"
+        assert all(k.region.right <= palette.region.x for k in shown)
+
+        await pilot.press("question_mark")
+        await pilot.pause(0.3)
+        table = app.screen.query_one("#help-keys", DataTable)
+        assert table.virtual_size.width <= table.size.width  # every column in view
+        first = [str(c) for c in table.get_row_at(0)]  # `?`: its help wraps in the column
+        assert first[:2] == ["?", "every key, what it does and what is greyed here"]
+        assert table.rows[table.coordinate_to_cell_key((0, 0)).row_key].height > 1
+        await pilot.press("escape")
+
+        await select(app, pilot, "pitfall_tail")
+        await show(app, pilot, "check")
+        cases = app.screen.pane("check").query_one("#cases", DataTable)
+        notes = column(cases, 9)
+        long = next(c for c in check["result"]["cases"] if len(c["reason"]) > 40)
+        assert notes[6].endswith("…") and long["reason"].startswith(notes[6][:-1].rstrip())
+        assert notes[6][-2] != " " and notes[6][:-1] + " " in long["reason"] + " "  # at a word
+        below = text(app.screen.pane("check").query_one("#case-note", Static))
+        assert long["reason"] in below.replace("\n", " ")
+
+        await select(app, pilot, "pitfall_spill")
+        await show(app, pilot, "diagnosis")
+        detail = app.screen.pane("diagnosis").query_one("#diagnosis-detail", Static)
+        width = detail.size.width
+        lines = detail.content.plain.split("\n")
+        assert width and all(len(line) <= width for line in lines), (width, lines)
+        from workbench.tui.widgets.plain import wrapped
+
+        assert wrapped(Text(text(detail).rstrip("\n")), width).plain.split("\n") == lines
+        evidence = next(i for i, line in enumerate(lines) if "evidence: " in line)
+        assert lines[evidence + 1].startswith("     ")  # under `evidence:`, two further in
+
+
 async def test_x_stops_a_cache_job_midway_and_the_scan_stays(tmp_path, monkeypatch):
     """`x` kills a running cache job's child as it does any other job's (the keys of a kernel
     whose wrapper hangs are never recomputed); the Cache tab shows the scan read before it,
@@ -501,7 +588,8 @@ async def test_history_tab_lists_every_run_newest_first_as_history_prints_them()
         assert rows[0][-1] == "1 of 1 compiled for sm_90" and rows[0][4] == "cross-compile"
         assert rows[1][-1].startswith("NOT correct") and rows[2][-1] == "3 of 3 timed"
         printed = cli("history", "vector_add").stdout.splitlines()
-        assert [tuple(re.split(r"\s{2,}", line)) for line in printed[2:7]] == rows, printed
+        assert printed[0] == "5 run(s) of vector_add, newest first: 1 resources, 1 check, 3 bench"
+        assert [tuple(re.split(r"\s{2,}", line)) for line in printed[4:9]] == rows, printed
         table = app.screen.pane("history").query_one("#history-cases", DataTable)
         verdicts = dict(zip(column(table, 0), column(table, 8)))
         assert verdicts["vector_add 268435456 float32"] == "REGRESSION"

@@ -57,20 +57,19 @@ def run(args: argparse.Namespace) -> int:
     if args.trend:
         return _trend_only(store, args)
     kinds = KINDS[args.kind] if args.kind else None
-    if args.name:
-        found = kernel_history(store, args.name, kinds, args.limit)
-        records, trends = found.runs, found.trends
-    else:
-        records, trends = store.history(None, kinds, args.limit), []
+    found = kernel_history(store, args.name, kinds, args.limit) if args.name else None
+    records = found.runs if found else store.history(None, kinds, args.limit)
     if not records:
         print(_nothing(store, args.name, args.kind), file=sys.stderr)
     if args.json:
         print_json([r.to_dict() for r in records])
         return 0
-    if records:
-        one = bool(args.name)  # one kernel's runs: no kernel column
-        headers = KERNEL_RUN_HEADERS if one else RUN_HEADERS
-        print(table(headers, [run_row(r, kernel=not one) for r in records]))
+    if found and records:  # one kernel's runs: named once above them, not in a column
+        print(found.summary() + "\n")
+        print(table(KERNEL_RUN_HEADERS, [run_row(r, kernel=False) for r in records]))
+    elif records:
+        print(table(RUN_HEADERS, [run_row(r) for r in records]))
+    trends = found.trends if found else []
     if trends:
         print("\nbench times per case, oldest to newest:\n" + trend_text(trends))
     return 0

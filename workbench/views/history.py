@@ -152,14 +152,18 @@ class KernelHistory:
     def regressions(self) -> list[history.Regression]:
         return [t.regression for t in self.trends if t.regression]
 
-    def lines(self) -> list[str]:
-        """What the runs hold: counts by kind, the bench runs' cases and regressions."""
+    def summary(self) -> str:
+        """How many runs of which kinds are listed."""
         kinds: dict[str, int] = {}
         for r in self.runs:
             kinds[kind_word(r)] = kinds.get(kind_word(r), 0) + 1
         shown = f"the newest {len(self.runs)}" if self.more else f"{len(self.runs)}"
         counts = ", ".join(f"{n} {k}" for k, n in kinds.items())
-        lines = [f"{shown} run(s) of {self.kernel}, newest first: {counts}"]
+        return f"{shown} run(s) of {self.kernel}, newest first: {counts}"
+
+    def lines(self) -> list[str]:
+        """The summary, then the bench runs' cases and their regressions."""
+        lines = [self.summary()]
         if self.trends:
             bench_runs = len({p.run_id for t in self.trends for p in t.points})
             lines.append(
