@@ -16,8 +16,8 @@ import time
 from collections.abc import AsyncIterator, Sequence
 
 from conftest import FAULTY, FIXTURES, ROOT, cli
-from textual.pilot import Pilot
 from rich.text import Text
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from workbench.bench.result import BenchRecord, BenchResult, Ceilings
