@@ -199,6 +199,7 @@ def test_argument_errors_say_usage_and_the_remedy():
         ["ir", "vector_add", "--arch", "foo"],
         ["bench", "vector_add", "--shape", "12xq"],
         ["ir", "vector_add", "--config", "foo"],
+        ["ir", "vector_add", "--line", "0"],
         ["check"],
     ):
         out = cli(*args)
