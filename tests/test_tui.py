@@ -408,9 +408,9 @@ async def test_esc_on_the_ir_tab_leaves_the_selection_and_goes_back_to_the_kerne
 async def test_at_100x30_no_line_is_cut_mid_word():
     """On a 100x30 terminal: the footer shows whole keys (`?` first), the help screen wraps its
     prose in columns that fit, the Check tab cuts a long note at a word with the whole note
-    below the table, and texts wrap at words with their continuations indented (a config's
-    K=V list breaks after a comma): the CPU check of pitfall_tail and the H100 diagnosis of
-    pitfall_spill, as stored."""
+    below the table and scrolls a head too long for half the pane, and texts wrap at words
+    with their continuations indented (a config's K=V list breaks after a comma): the CPU check
+    of pitfall_tail and the H100 diagnosis of pitfall_spill, as stored."""
     from test_tui_snapshots import _h100_diagnosis
 
     check = json.loads((FIXTURES / "report" / "check_cpu_pitfall_tail.json").read_text())
@@ -443,6 +443,8 @@ async def test_at_100x30_no_line_is_cut_mid_word():
         assert notes[6][-2] != " " and notes[6][:-1] + " " in long["reason"] + " "  # at a word
         below = text(app.screen.pane("check").query_one("#case-note", Static))
         assert long["reason"] in below.replace("\n", " ")
+        head = app.screen.pane("check").query_one(".head-box")  # a long head scrolls, the
+        assert head.max_scroll_y > 0 and cases.size.height >= 4  # table keeps its rows in view
 
         await select(app, pilot, "pitfall_spill")
         await show(app, pilot, "diagnosis")
