@@ -8,12 +8,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
 
-from workbench.tui.widgets.plain import PlainTable
+from workbench.tui.widgets.plain import PlainTable, wrapped
 
 R = TypeVar("R")
 
@@ -65,5 +66,8 @@ class TableDialog(ModalScreen[R]):
         table.clear(columns=True)
         for i, head in enumerate(self.HEADERS):
             table.add_column(head, width=widths[i])
-        for r in rows:
-            table.add_row(*r, height=None if self.WRAPPED else 1)
+        for r in rows:  # wrapped here, at words: a cell Rich wraps folds a long word anywhere
+            cells = [
+                wrapped(Text(c), widths[i]) if i in self.WRAPPED else c for i, c in enumerate(r)
+            ]
+            table.add_row(*cells, height=None if self.WRAPPED else 1)
