@@ -392,6 +392,12 @@ async def test_esc_on_the_ir_tab_leaves_the_selection_and_goes_back_to_the_kerne
         await pilot.press("escape")
         assert kernels.has_focus and kernels.row_count == len(app.catalog.kernels)
         assert kernels.selected.name == "pitfall_spill"
+        app.screen.query_one("#filter").focus()  # a filter typed and kept (enter) ...
+        await pilot.press(*"tail", "enter", "down")
+        assert kernels.selected.name == "pitfall_tail_fixed"
+        await pilot.press("enter", "tab", "tab", "x", "escape")  # ... then a stray key: esc
+        assert kernels.selected.name == "pitfall_tail_fixed"  # comes back to the kernel kept
+        await select(app, pilot, "pitfall_spill")
         await pilot.press("slash", *"spill")  # from the list: the IR's search, not the filter
         search = pane.query_one("#ir-search")
         assert search.has_focus and not app.screen.query_one("#filter").value

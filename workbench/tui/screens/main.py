@@ -12,6 +12,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.events import DescendantFocus
 from textual.events import Key as KeyEvent
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -60,8 +61,8 @@ class MainScreen(Screen[None]):
         self.looked: set[tuple[str, str]] = set()
         """(kernel, tab) whose store was read (whatever it held)."""
         self.unfiltered: str | None = None
-        """The kernel selected when the filter began: esc while typing goes back to it (a key
-        typed into the filter by mistake must not leave another kernel selected)."""
+        """The kernel selected when the filter took the focus: esc while typing goes back to it
+        (a key typed into the filter by mistake must not leave another kernel selected)."""
 
     def on_mount(self) -> None:
         self._fill_list(keep=None)
@@ -380,12 +381,14 @@ class MainScreen(Screen[None]):
     def action_filter(self) -> None:
         self.query_one("#filter", Input).focus()
 
+    def on_descendant_focus(self, event: DescendantFocus) -> None:
+        if event.widget.id == "filter":  # editing begins: esc comes back to this kernel
+            self.unfiltered = self.selected.name if self.selected else None
+
     @on(Input.Changed, "#filter")
     def _filtered(self, event: Input.Changed) -> None:
         if event.value == self.filter_text:  # cleared by esc, which chose the kernel
             return
-        if not self.filter_text:
-            self.unfiltered = self.selected.name if self.selected else None
         self.filter_text = event.value
         self._fill_list(keep=self.selected.name if self.selected else None)
 
