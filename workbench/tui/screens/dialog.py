@@ -68,6 +68,7 @@ class TableDialog(ModalScreen[R]):
             table.add_column(head, width=widths[i])
         for r in rows:  # wrapped here, at words: a cell Rich wraps folds a long word anywhere
             cells = [
-                wrapped(Text(c), widths[i]) if i in self.WRAPPED else c for i, c in enumerate(r)
+                wrapped(Text(c), widths[i]) if i in self.WRAPPED and len(c) > widths[i] else c
+                for i, c in enumerate(r)
             ]
             table.add_row(*cells, height=None if self.WRAPPED else 1)
