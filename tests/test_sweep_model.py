@@ -222,3 +222,18 @@ def _row(bm: int, bn: int, bk: int, stages: int, per_sm: int) -> dict:
 
 def _timed(ms: float) -> dict:
     return {"label": f"c{ms}", "status": "ok", "ms": ms, "p20": ms, "p80": ms, "resources": None}
+
+
+def test_a_live_h100_sweep_records_what_the_model_reads_and_leaves_two_to_a_profile():
+    """`sweep matmul16` on an H100 with this code (tests/gpu/test_sweep_gpu.py, kept): the job
+    recorded the GPU's SMs, each config's programs and the problem's sizes and FLOPs; read
+    again here, the model leaves at most two of the fifteen losers to a profile, as it said
+    live."""
+    live = json.loads((FIXTURES / "sweep_gpu_matmul16_model.json").read_text())["result"]
+    assert live["device"]["sms"] == 132 and live["problems"]
+    assert all(r.get("programs") for r in live["rows"] if r["status"] == "ok")
+    assert live["problems"]["4096x4096x4096"]["flops"] == 2 * 4096**3
+    result = _explained(live)
+    left = [r for r in result.rows if "profile it" in r["why"]]
+    assert len([r for r in result.rows if r["why"] != "best"]) == 15 and len(left) <= 2
+    assert [r["why"] for r in live["rows"]] == [r["why"] for r in result.rows]
