@@ -123,12 +123,9 @@ class WorkQueue:
                 self.planner = None
             if status != "ok" and status != "cancelled":
                 suspects = self._suspects(w, held, silent=status != "error")
-                for i in reversed(held):  # back at the front, in their order
-                    if not self._blame(self.items[i], w, i in suspects):
-                        self.pending.appendleft(i)
-                        w.lost.append(self.items[i].label)
-            else:
-                self.pending.extendleft(reversed(held))
+                held = [i for i in held if not self._blame(self.items[i], w, i in suspects)]
+                w.lost += [self.items[i].label for i in held]
+            self.pending.extendleft(reversed(held))  # back at the front, in their order
             w.running = w.timed_out = None
             return self._serve()
 
@@ -140,9 +137,12 @@ class WorkQueue:
             self.planned and all(self._is_done(i.id) for i in self.items)
         )
 
-    def ready_workers(self) -> list[str]:
+    def needs_worker(self) -> bool:
+        """Whether a worker should start in place of one that ended: there is work nobody
+        holds, or nobody is left to take it (a worker still starting counts as one)."""
         with self.lock:
-            return [k for k, w in self.workers.items() if w.head is not None]
+            alive = any("status" not in w.end for w in self.workers.values())
+            return not self.finished and (bool(self.pending) or not alive)
 
     def result(self) -> SweepResult | None:
         """The sweep so far, explained; None before any worker was ready."""

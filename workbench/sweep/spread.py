@@ -150,7 +150,7 @@ class Runner:
 
     def _slot(self, name: str, start: Start) -> None:
         for attempt in range(RETRIES + 1):
-            if self.queue.finished or self.cancel.is_set():
+            if self.cancel.is_set() or (attempt and not self.queue.needs_worker()):
                 return
             worker = name if attempt == 0 else f"{name}.{attempt}"
             stop = threading.Event()
