@@ -9,6 +9,7 @@ import importlib.util
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -18,7 +19,7 @@ import pytest
 from conftest import FIXTURES, ROOT, cli
 
 from workbench.catalog.discovery import discover
-from workbench.runtime.errors import WorkbenchError
+from workbench.run.store import Store
 from workbench.sweep import spread
 from workbench.sweep.queue import END, TRIES, WorkQueue
 
@@ -170,8 +171,9 @@ def _same(rows: list[dict]) -> list[dict]:
 def one_worker(tmp_path_factory) -> list[dict]:
     """The uneven space swept by one worker, its hooks idle: the rows every way must give."""
     entry = discover([UNEVEN]).find("sweep_uneven")
-    os.environ["WORKBENCH_REPORTS"] = str(tmp_path_factory.mktemp("reports"))
-    result, _ = spread.run_sweep(entry, {"jobs": 1}, [])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("WORKBENCH_REPORTS", str(tmp_path_factory.mktemp("reports")))
+        result, _ = spread.run_sweep(entry, {"jobs": 1}, [])
     assert result.complete and result.summary["static"] == 5
     return result.rows
 
@@ -188,6 +190,10 @@ def test_a_slow_config_holds_no_other_config_back(tmp_path, one_worker):
     assert {s["gpu_index"] for s in result.shards} == {"0", "1"}
     saved = json.loads((Path(outcomes[-1].run_dir) / "sweep.json").read_text())
     assert _same(saved["rows"]) == _same(one_worker) and saved["complete"]
+    [stored] = Store().history("sweep_uneven", kind="sweep")
+    assert stored.id == outcomes[-1].run_id and stored.status == "ok"
+    assert stored.params["workers"] == [o.run_id for o in outcomes[:2]]
+    assert len(Store().history("sweep_uneven", kind="sweep-worker")) == 2
 
 
 def test_a_worker_killed_mid_sweep_loses_only_what_it_held(tmp_path, one_worker):
@@ -245,18 +251,13 @@ def test_a_cancelled_sweep_resumes_with_what_finished(tmp_path, one_worker):
     assert again["compile_s"] == kept["rows"][0]["compile_s"]  # taken over, not compiled again
 
 
-def test_workers_of_different_gpu_models_are_refused_before_merging(tmp_path):
-    """Two workers that report different models (WORKBENCH_DEVICE=cpu: none; the fake GPU
-    ids still differ in nothing but their index) merge; the refusal itself is the queue's
-    (test above). Here: --cluster without Ray says how to get it."""
+def test_cluster_without_ray_says_how_to_get_it(tmp_path):
     code = (
         "import sys; sys.modules['ray'] = None; from workbench.cli.main import main; "
         f"sys.exit(main(['sweep', 'sweep_three_name', '--path', {THREE_NAME!r}, "
         "'--cluster', 'local']))"
     )
     env = {**os.environ, "WORKBENCH_REPORTS": str(tmp_path), "PYTHONPATH": str(ROOT)}
-    import subprocess
-
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 2, out.stderr
     assert "Ray, which is not installed" in out.stderr and "pip install -e '.[ray]'" in out.stderr

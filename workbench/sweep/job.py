@@ -47,6 +47,8 @@ CONFIG_TIMEOUT = 120.0
 BACKLOG = 2
 """Compiled configs waiting for the GPU past which a worker asks for no more: what one worker
 holds, another cannot take."""
+BENCHES = 2
+"""Shapes whose inputs and references a worker keeps on the GPU at once."""
 LAST_WORDS_S = 1.0
 """How long the watchdog waits, once it has said which config overran, before ending the
 process: the event must reach the runner (a Ray actor's stream sends it on its own time)."""
@@ -283,6 +285,8 @@ class Sweep:
             inputs = tuple(self.spec.make_inputs(shape, tdtype, self.ctx.device))
             wider = exact.run(self.spec.reference_fn, inputs)
             ref = tensors.outputs(self.spec.reference_fn(*inputs))
+            while len(self.benches) >= BENCHES:  # items come shape by shape: the oldest is done
+                self.benches.pop(next(iter(self.benches)))
             self.benches[text] = {"inputs": inputs, "ref": ref, "wider": wider}
             self._add_time("capture_s", time.perf_counter() - started)
         return self.benches[text]

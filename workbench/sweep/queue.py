@@ -81,6 +81,7 @@ class WorkQueue:
         self.notes: list[str] = []
         self.failed: Problem | None = None
         self.started = time.monotonic()
+        self.first_ready: float | None = None
         self.first_handed: float | None = None
         self.finished_at: float | None = None
 
@@ -187,6 +188,7 @@ class WorkQueue:
 
     def _ready(self, worker: str, w: Worker, head: dict) -> None:
         w.head = head
+        self.first_ready = self.first_ready or time.monotonic()
         models = {x.head["gpu"] or "?" for x in self.workers.values() if x.head}
         if len(models) > 1 and self.failed is None:
             self.failed = fail(
@@ -325,12 +327,15 @@ class WorkQueue:
         return best
 
     def _timings(self, ran: dict[str, Worker]) -> dict[str, float]:
-        """Each worker phase as long as its slowest worker (they run side by side); sweep_s the
-        queue's wall time, from the first item handed out to the last row in."""
+        """Each worker phase as long as its slowest worker (they run side by side); start_s
+        until the first worker was ready; sweep_s the queue's wall time, from the first item
+        handed out to the last row in; total_s all of it."""
         phases = [w.end.get("timings") or {} for w in ran.values()]
         out = {k: max(p.get(k, 0.0) for p in phases) for k in set().union(*phases)}
         out.pop("total_s", None)
         end = self.finished_at or time.monotonic()
+        if self.first_ready is not None:
+            out["start_s"] = round(self.first_ready - self.started, 3)
         if self.first_handed is not None:
             out["sweep_s"] = round(end - self.first_handed, 3)
         out["total_s"] = round(end - self.started, 3)
