@@ -1,6 +1,7 @@
-"""The goal's workload: a grouped bf16 matmul with 16 @triton.autotune configs, 4096^3 by default
-(SWEEP_MNK=M,N,K to change it); a KernelSpec for matmul tolerances, and `get_inputs` for the
-plain autotune baseline. Its tiles go in the library matmul's grouped order (kernels/matmul.py)."""
+"""The goal's workload: a grouped bf16 matmul with 16 @triton.autotune configs, 4096^3 by default;
+a KernelSpec for matmul tolerances (`sweep --shape MxNxK` for another size), and `get_inputs` for
+the plain autotune baseline (SWEEP_MNK=M,N,K for another size). Its tiles go in the library
+matmul's grouped order (kernels/matmul.py)."""
 
 import os
 
@@ -10,7 +11,6 @@ import triton.language as tl
 
 from kernels.matmul import _tile_coords
 from workbench.catalog.spec import MATMUL_TOLERANCES, KernelSpec
-from workbench.runtime.tensors import on_device
 
 M, N, K = (int(v) for v in os.environ.get("SWEEP_MNK", "4096,4096,4096").split(","))
 
@@ -72,16 +72,21 @@ def reference_fn(a, b):
     return a @ b
 
 
+def operands(shape: tuple[int, ...], device: str) -> list[torch.Tensor]:
+    m, n, k = shape
+    a = (torch.randn(m, k, device=device) / k**0.5).to(torch.bfloat16)
+    return [a, torch.randn(k, n, device=device, dtype=torch.bfloat16)]
+
+
 def get_inputs():
-    a = (torch.randn(M, K, device="cuda") / K**0.5).to(torch.bfloat16)
-    return [a, torch.randn(K, N, device="cuda", dtype=torch.bfloat16)]
+    return operands((M, N, K), "cuda")
 
 
 SPEC = KernelSpec(
     name="matmul16",
     kernel_fn=kernel_fn,
     reference_fn=reference_fn,
-    make_inputs=lambda shape, dtype, device: tuple(on_device(get_inputs, device)),
+    make_inputs=lambda shape, dtype, device: tuple(operands(shape, device)),
     shapes={"bench": [(4096, 4096, 4096)]},
     dtypes=("bfloat16",),
     tolerances=MATMUL_TOLERANCES,

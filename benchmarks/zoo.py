@@ -27,6 +27,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the workbench of this checkout, installed or not
+
+from workbench.diagnosis.pitfalls import pitfall  # noqa: E402
+
 ZOO = ROOT / "zoo"
 STEPS = ("check", "diagnose", "bench", "sweep")
 SEVERITIES = ("high", "medium", "low", "info")
@@ -64,12 +68,13 @@ def verdict(check: dict | None) -> str:
 
 
 def first_finding(diagnose: dict | None) -> str | None:
-    """The first finding above info of a diagnosis, by severity then its own rank."""
+    """The pitfall row of the first finding above info of a diagnosis, by severity then its own
+    rank (another tool's id for the row, e.g. the cache doctor's, counts as the row)."""
     findings = ((diagnose or {}).get("diagnosis") or {}).get("findings") or []
     order = {s: i for i, s in enumerate(SEVERITIES)}
     ranked = sorted(findings, key=lambda f: order.get(f["severity"], len(order)))
     above = [f for f in ranked if f["severity"] != "info"]
-    return above[0]["id"] if above else None
+    return pitfall(above[0]["id"]).id if above else None
 
 
 def roofline(diagnose: dict | None) -> tuple[str | None, str]:
@@ -92,16 +97,25 @@ def sweep_pick(sweep: dict | None) -> tuple[str | None, str | None, float | None
     return None, None, None
 
 
+def check_of(got: dict[str, dict]) -> dict | None:
+    """The check command's output, else the check the diagnosis ran (the same report)."""
+    if "check" in got:
+        return got["check"].get("json")
+    facts = ((got.get("diagnose") or {}).get("json") or {}).get("facts") or {}
+    return {"result": facts["check"]} if facts.get("check") else None
+
+
 def compare(name: str, expected: dict, got: dict[str, dict]) -> dict:
     """Each column of the table as (expected, got, agree)."""
-    cases = check_cases(got.get("check", {}).get("json"))
+    check = check_of(got)
+    cases = check_cases(check)
     given = cases.get("check/contiguous")
     derived_expected = {k: v for k, v in expected["cases"].items() if k != "check/contiguous"}
     derived_got = {k: v for k, v in cases.items() if k != "check/contiguous"}
     diagnose = got.get("diagnose", {}).get("json")
     bound, source = roofline(diagnose)
     first = first_finding(diagnose)
-    checked, diagnosed = "check" in got, "diagnose" in got
+    checked, diagnosed = check is not None, "diagnose" in got
     row = {
         "kernel": name,
         "given": (
@@ -114,7 +128,7 @@ def compare(name: str, expected: dict, got: dict[str, dict]) -> dict:
             derived_got,
             _agree(checked, derived_got == derived_expected),
         ),
-        "verdict": verdict(got.get("check", {}).get("json")),
+        "verdict": verdict(check),
         "roofline": (
             expected["roofline"]["bound"],
             bound,

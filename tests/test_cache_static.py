@@ -51,3 +51,52 @@ def test_global_constexpr_only_before_3_5():
     assert "global-constexpr-not-in-key" in ids('"M"', "3.4.0", use="SCALE")
     assert "global-constexpr-not-in-key" not in ids('"M"', "3.5.1", use="SCALE")
     assert "global-constexpr-not-in-key" not in ids('"M"', "3.4.0", use="1")
+
+
+LOOPED = """
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=CONFIGS, key=[{key}])
+@triton.jit
+def mm(a_ptr, c_ptr, M, N, K, ROWS: tl.constexpr, BLOCK_K: tl.constexpr):
+    {loop}
+        tl.store(c_ptr, tl.load(a_ptr))
+"""
+REDUCTION = "for k in range(0, tl.cdiv(K, BLOCK_K)):"
+
+
+def loop_findings(key: str, loop: str = REDUCTION) -> list[dict]:
+    src = LOOPED.format(key=key, loop=loop)
+    return [f for f in static.findings(src, "k.py", "3.6.0") if f["id"].startswith("autotune")]
+
+
+def test_a_key_without_the_reduction_length_is_a_warning_once():
+    (found,) = loop_findings('"M", "N"')
+    assert found["id"] == "autotune-key-misses-loop-bound" and found["severity"] == "warning"
+    assert "K" in found["title"] and "add K to key=" in found["fix"]
+    assert loop_findings('"M", "N", "K"') == []
+
+
+def test_the_loop_length_is_followed_through_assignments_and_steps():
+    stepped = "for k in tl.range(0, K, BLOCK_K):"
+    assert [f["id"] for f in loop_findings('"M"', stepped)] == [
+        "autotune-key-misses-loop-bound",
+        "autotune-non-key-args",  # N: passed, in no loop
+    ]
+    assigned = "n_k = K // BLOCK_K\n    for k in range(n_k):"
+    assert "K" in loop_findings('"M", "N"', assigned)[0]["title"]
+
+
+def test_loops_a_config_does_not_tile_are_silent():
+    def loop_ids(key: str, loop: str = REDUCTION) -> set[str]:
+        return {f["id"] for f in loop_findings(key, loop)} - {"autotune-non-key-args"}
+
+    # the block is a key argument the launcher passes (a power-of-two bucket of the length)
+    assert loop_ids('"M", "N", "BLOCK_K"') == set()
+    # a grid-stride loop over rows: its length is rows per program, not a tile
+    rows = "for r in tl.range(tl.program_id(0), M, tl.num_programs(0)):"
+    assert loop_ids('"N", "K"', rows) == set()
+    # a plain count with no block in it
+    assert loop_ids('"M", "N"', "for k in range(K):") == set()

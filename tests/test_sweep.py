@@ -46,6 +46,10 @@ def test_own_configs_of_a_plain_autotune_module_compile_with_resources(three_nam
         assert res["regs"] > 0 and res["spill_bytes"] == 0
         assert res["occupancy"]["percent"] > 0 and res["occupancy"]["limiter"]
         assert res["num_warps"] == row["values"]["num_warps"]
+    # the grid as the kernel computes it, and what the static model reads of the shape
+    assert (rows[256]["programs"], rows[1024]["programs"]) == ((1 << 20) // 256, (1 << 20) // 1024)
+    [facts] = result["problems"].values()
+    assert facts == {"sizes": {"n": 1 << 20}, "flops": 0.0, "elsize": 4}  # x * 2.0: no dot
     bad = rows[96]
     assert bad["status"] == "failed" and bad["problem"]["kind"] == "compile-error"
     assert "power of 2" in bad["why"]
@@ -74,8 +78,12 @@ def test_a_file_space_prunes_what_cannot_fit_and_records_what_cannot_compile():
         "float16",
         "--json",
     )
-    rows = {r["values"]["BLOCK_K"]: r for r in json.loads(out.stdout)["result"]["rows"]}
-    assert rows[32]["status"] == "static"
+    result = json.loads(out.stdout)["result"]
+    rows = {r["values"]["BLOCK_K"]: r for r in result["rows"]}
+    assert rows[32]["status"] == "static" and rows[32]["programs"] == (256 // 64) ** 2
+    facts = result["problems"]["256x256x256"]
+    assert {k: facts["sizes"][k] for k in "MNK"} == {"M": 256, "N": 256, "K": 256}
+    assert facts["flops"] == 2 * 256**3 and facts["elsize"] == 2
     assert rows[128]["status"] == "pruned" and "does not fit the arch" in rows[128]["why"]
     assert rows[128]["resources"]["occupancy"]["limiter"] == "launch"
     assert rows[48]["status"] == "failed"
@@ -110,7 +118,9 @@ def test_resume_after_a_cancelled_run_keeps_finished_configs(tmp_path):
     rows = second.result["rows"]
     assert sorted(r["values"]["BLOCK"] for r in rows) == [96, 256, 1024]
     again = next(r for r in rows if r["label"] == kept["rows"][0]["label"])
-    assert again == {**kept["rows"][0], "why": again["why"]}  # taken over, not recompiled
+    # taken over, not recompiled
+    explained = {k: again[k] for k in ("why", "brief", "model")}
+    assert again == {**kept["rows"][0], **explained}
 
 
 def test_generated_space_spans_tiles_warps_and_stages():

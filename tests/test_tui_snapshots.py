@@ -23,6 +23,7 @@ from test_tui import check_result, h100_bench
 from workbench.cache import scan
 from workbench.ir.linemap import STAGES
 from workbench.run.store import RunRecord, Store
+from workbench.sweep.result import SweepResult
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.tabs import base
 
@@ -61,7 +62,8 @@ def stored(monkeypatch, tmp_path):
             r["ms"], r["ms_p20"], r["ms_p80"] = (r[k] * scale for k in ("ms", "ms_p20", "ms_p80"))
         _record("bench", "vector_add", earlier, n=n)
     sweep = json.loads((FIXTURES / "sweep_h100_matmul16.json").read_text())["result"]
-    _record("sweep", "pitfall_spill", sweep)
+    # stored as this version stores a sweep: its losers explained by the static model
+    _record("sweep", "pitfall_spill", SweepResult.from_dict(sweep).to_dict())
     from workbench.profilers import session
 
     summary = session.import_file(str(FIXTURES / "ncu_spill.ncu-rep"))
@@ -136,6 +138,37 @@ SCREENS = {
 @pytest.mark.parametrize("screen", SCREENS)
 def test_screen(snap_compare, screen: str):
     assert _matches(snap_compare, *SCREENS[screen])
+
+
+@pytest.mark.parametrize("size", [(170, 45), (100, 30)])
+async def test_the_sweep_table_names_configs_by_what_differs_and_fits(size):
+    from textual.widgets import DataTable, Static
+
+    from workbench.tui.tabs.sweep import SweepPane
+    from workbench.views.sweep import NARROW
+
+    app = WorkbenchApp(KERNELS)
+    async with app.run_test(size=size) as pilot:
+        await _shown(pilot, "pitfall_spill", "5")
+        pane = app.screen.query_one(SweepPane)
+        table = pane.query_one("#sweep-rows", DataTable)
+        columns = list(table.columns.values())
+        assert [str(c.label) for c in columns] == list(NARROW)
+        assert table.get_row_at(0)[:2] == [1, "BM128 BN256 BK64 w8 s4"]
+        shared = str(pane.query_one("#sweep-shared", Static).render())
+        assert shared.startswith("every config: GROUP_M=8; BM = BLOCK_M")
+        widths = [c.get_render_width(table) for c in columns]
+        room = table.scrollable_content_region.width
+        # 170 columns show every column; 100 the config and its times (the rest scrolls)
+        assert sum(widths) <= room if size[0] == 170 else sum(widths[:4]) <= room
+        table.move_cursor(row=15)
+        await pilot.pause()
+        # and under the table, the highlighted config's whole explanation, on screen
+        why = pane.query_one("#sweep-why", Static)
+        assert str(why.render()).startswith(
+            "BM64 BN64 BK64 w4 s4: 128% slower: tile intensity 32 FLOP/B"
+        )
+        assert why.region.height >= 2 and why.region.bottom <= size[1] - 2
 
 
 def test_ir_tab(snap_compare, tmp_path):

@@ -317,3 +317,25 @@ def test_ncu_counts_a_gemms_flops_exactly_on_a_real_report():
     assert placed.ratio == pytest.approx(rec.tflops / 714.7, rel=0.05)
     ncu_rate = launch["tensor_flops"] / launch["duration_ns"] / 1e3
     assert ncu_rate == pytest.approx(rec.tflops, rel=0.10)  # the goal: within 10 % of ncu
+
+
+def test_spill_traffic_is_left_out_of_the_bytes_that_place_a_kernel(spill_memory):
+    """A spilling GEMM whose spills reach DRAM: ncu's DRAM bytes counted whole would place it
+    under a memory ceiling its own spills built. Less the local (spill) traffic ncu counted,
+    the bytes fall back to the GEMM's inputs and outputs and it is compute-bound, saying what
+    was left out; without local traffic the same DRAM bytes are the kernel's own."""
+    rec, bench = _spill_case(spill_memory, FLOP_COUNTER, INPUTS_OUTPUTS)
+    (launch,) = spill_memory["kernels"]
+    assert launch["local_bytes"] > 10 * rec.bytes
+    spilled = {**launch, "dram_bytes": 10 * rec.bytes}  # as on the H200: spills past L2
+    placed = rl.from_bench(rec, bench, [spilled])
+    assert placed.figures["bytes_source"] == INPUTS_OUTPUTS and placed.figures["bytes"] == rec.bytes
+    assert placed.figures["intensity"] > placed.figures["ridge"] and placed.bound == "compute"
+    assert placed.figures["ncu_local_bytes"] == launch["local_bytes"]
+    assert "spill traffic left out of the bytes" in placed.text
+    own = rl.from_bench(rec, bench, [{**spilled, "local_bytes": None}])
+    assert own.figures["bytes_source"] == NCU and own.figures["bytes"] == 10 * rec.bytes
+    assert own.bound == "memory" and "spill" not in own.text
+    assert "it moves 10x its inputs and outputs" in own.text
+    partly = {**spilled, "local_bytes": 4 * rec.bytes}
+    assert rl.work_bytes([partly]) == pytest.approx(6 * rec.bytes)

@@ -7,8 +7,12 @@ metadata Liger's `compute_routing_metadata` would give for tokens split evenly o
 in order (expert start offsets, one 64-row tile list) and launches the kernel as
 `LigerFusedMoEFunction.forward` does. In Triton's interpreter Liger's own switch
 LIGER_FUSED_MOE_AUTOTUNE=0 keeps its one fallback config: autotuning times configs on a GPU.
+The routing metadata is made once per token count and kept, as Liger makes it once per forward
+for both projections: built from Python lists on every call, its three host-to-device copies
+would be timed as the kernel's and make a 0.1 ms GEMM look launch-bound.
 """
 
+import functools
 import os
 
 if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
@@ -22,6 +26,7 @@ BLOCK_M_TOKEN = 64
 """liger_kernel.ops.fused_moe.BLOCK_M_TOKEN: the token tile the routing metadata is cut into."""
 
 
+@functools.cache
 def routing(tokens: int, experts: int, device: torch.device) -> tuple[torch.Tensor, ...]:
     """Expert start offsets (E + 1), and each 64-row tile's first row and expert, for `tokens`
     rows split evenly over `experts` in order."""

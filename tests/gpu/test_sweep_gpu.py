@@ -43,6 +43,7 @@ def test_sweep_checks_times_and_ranks_on_the_gpu():
     assert triton["label"] in {rows[256]["label"], rows[1024]["label"]} or triton["problem"]
     assert result["plot"] and Path(result["plot"]).stat().st_size > 1000
     assert result["minimal_set"]["labels"] == [info["best"]]
+    assert result["device"]["sms"] > 0  # the static model's SM count, from this GPU
 
 
 def test_no_triton_pick_leaves_triton_out_and_says_so():
@@ -81,3 +82,22 @@ def test_one_queue_over_every_gpu_gives_one_gpus_rows_and_winner():
     assert mine is theirs or analysis.within_noise(mine, theirs)
     assert every["triton"][shape]["label"]  # the pick ran on one of the GPUs
     assert {r["worker"] for r in every["rows"]} == {s["worker"] for s in every["shards"]}
+
+
+def test_the_model_explains_all_but_two_losers_of_the_sixteen_config_matmul():
+    """The recorded H100 sweep's goal on this GPU: a static reason for 13 or more of 15 losers,
+    from the facts the job records (the grid, the kernel's M, N, K, the reference's FLOPs)."""
+    path = str(Path(__file__).parents[2] / "benchmarks" / "sweep_matmul16.py")
+    proc = cli("sweep", "matmul16", "--path", path, "--json")
+    assert proc.stdout.strip(), proc.stderr[-3000:]
+    if os.environ.get("SWEEP_FIXTURES"):
+        Path(os.environ["SWEEP_FIXTURES"], "sweep_gpu_matmul16_model.json").write_text(proc.stdout)
+    result = json.loads(proc.stdout)["result"]
+    [facts] = result["problems"].values()
+    assert {k: facts["sizes"][k] for k in "MNK"} == {"M": 4096, "N": 4096, "K": 4096}
+    assert facts["flops"] == 2 * 4096**3 and facts["elsize"] == 2
+    for row in result["rows"]:
+        v = row["values"]
+        assert row["programs"] == (4096 // v["BLOCK_M"]) * (4096 // v["BLOCK_N"])
+    left = [r for r in result["rows"] if "profile it" in r["why"]]
+    assert len(left) <= 2, [(r["label"], r["why"]) for r in left]

@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, cli
 
+from workbench.diagnosis.pitfalls import pitfall
+
 pytestmark = pytest.mark.gpu
 
 ZOO = ROOT / "zoo"
@@ -54,7 +56,7 @@ def test_diagnose_gives_the_expected_cases_placement_and_first_finding(name):
     got = {
         "cases": cases,
         "bound": roof.get("bound"),
-        "first_finding": above[0][0] if above else None,
+        "first_finding": pitfall(above[0][0]).id if above else None,
     }
     want = {
         "cases": expected["cases"],

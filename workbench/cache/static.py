@@ -23,6 +23,8 @@ class Tuner:
     lists: dict[str, list[str]] = field(default_factory=dict)
     global_constexprs: list[str] = field(default_factory=list)
     """Module-level `NAME = tl.constexpr(...)` values the kernel reads."""
+    loop_bounds: list[str] = field(default_factory=list)
+    """Arguments that set how many times a loop of the kernel runs (`loop_bounds`)."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -32,6 +34,7 @@ def tuners(source: str) -> list[Tuner]:
     tree = ast.parse(source)
     defs = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
     globals_ = _global_constexprs(tree)
+    tuned = _config_names(tree)
     found: list[Tuner] = []
     for node in ast.walk(tree):
         call, target = None, None
@@ -48,18 +51,93 @@ def tuners(source: str) -> list[Tuner]:
         assert isinstance(call, ast.Call)
         params = [a.arg for a in target.args.args + target.args.kwonlyargs]
         lists = {k.arg: _strings(k.value) for k in call.keywords if k.arg in NAME_LISTS}
+        constexprs = [a.arg for a in target.args.args if _is_constexpr(a.annotation)]
+        knobs = (set(constexprs) | tuned) - set(lists.get("key") or [])
         used = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
         found.append(
             Tuner(
                 kernel=target.name,
                 line=call.lineno,
                 params=params,
-                constexprs=[a.arg for a in target.args.args if _is_constexpr(a.annotation)],
+                constexprs=constexprs,
                 lists={k: v for k, v in lists.items() if v is not None},
                 global_constexprs=sorted(used & globals_),
+                loop_bounds=[p for p in loop_bounds(target, knobs) if p in params],
             )
         )
     return found
+
+
+LOOPS = ("range", "static_range")
+"""`range`, `tl.range` and `tl.static_range`: the loops whose trip count a config is tuned for."""
+GRID = ("program_id", "num_programs")
+
+
+def loop_bounds(fn: ast.FunctionDef, knobs: set[str]) -> list[str]:
+    """The names the trip count of a tiled loop grows with: a loop that steps (or divides its
+    length) by a block size a config may set (`knobs`), as a reduction over K by BLOCK_K does.
+    Its start and stop are followed through the kernel's own assignments (`num_k = tl.cdiv(K,
+    BK)`), keeping the size of a `cdiv(size, block)` or `size // block` and not the block. A
+    grid-stride loop (its start a program id) is left out: its length is the rows per program,
+    which the config does not tile."""
+    assigned: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    assigned.setdefault(t.id, []).append(node.value)
+
+    def names(expr: ast.AST, sizes: list[str], blocks: list[str], seen: set[str]) -> None:
+        if isinstance(expr, ast.Name):
+            if expr.id not in seen:
+                seen.add(expr.id)
+                sizes.append(expr.id)
+                for value in assigned.get(expr.id, []):
+                    names(value, sizes, blocks, seen)
+        elif isinstance(expr, ast.Call) and _called(expr) in GRID:
+            sizes.append(GRID[0])
+        elif isinstance(expr, ast.Call) and _called(expr) == "cdiv" and len(expr.args) == 2:
+            names(expr.args[0], sizes, blocks, seen)
+            names(expr.args[1], blocks, blocks, seen)
+        elif isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.FloorDiv):
+            names(expr.left, sizes, blocks, seen)
+            names(expr.right, blocks, blocks, seen)
+        else:
+            for child in ast.iter_child_nodes(expr):
+                names(child, sizes, blocks, seen)
+
+    found: list[str] = []
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.For) and isinstance(node.iter, ast.Call)):
+            continue
+        if _called(node.iter) not in LOOPS or not node.iter.args:
+            continue
+        args = node.iter.args
+        sizes: list[str] = []
+        blocks: list[str] = []
+        seen: set[str] = set()
+        for bound in args[:2] if len(args) > 1 else args:
+            names(bound, sizes, blocks, seen)
+        if len(args) > 2:
+            names(args[2], blocks, blocks, seen)
+        if any(n in GRID for n in sizes + blocks) or not knobs & set(blocks):
+            continue
+        found += [n for n in sizes if n not in found]
+    return found
+
+
+def _called(call: ast.Call) -> str | None:
+    return getattr(call.func, "attr", None) or getattr(call.func, "id", None)
+
+
+def _config_names(tree: ast.Module) -> set[str]:
+    """The names the file's `triton.Config({...})` literals set: what a config decides."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _called(node) == "Config" and node.args:
+            if isinstance(node.args[0], ast.Dict):
+                names |= {k.value for k in node.args[0].keys if isinstance(k, ast.Constant)}
+    return names
 
 
 def findings(source: str, file: str, triton_version: str | None) -> list[dict]:
@@ -72,8 +150,25 @@ def findings(source: str, file: str, triton_version: str | None) -> list[dict]:
             if unknown:
                 out.append(_unknown_names(t, which, unknown, file, version))
         key = t.lists.get("key", [])
+        unseen = [p for p in t.loop_bounds if p not in key]
+        if unseen:
+            out.append(
+                finding(
+                    "autotune-key-misses-loop-bound",
+                    "warning",
+                    f"{t.kernel}: key= leaves out {', '.join(unseen)}, which set how long its "
+                    "loop runs: a config tuned at one length is reused at every other",
+                    f"key={key}; loop trip count grows with {', '.join(t.loop_bounds)}",
+                    f"add {', '.join(unseen)} to key= (the best BLOCK and num_stages follow the "
+                    "loop's length; `cache verify NAME` on a GPU measures the cost)",
+                    file=file,
+                    line=t.line,
+                )
+            )
         passed = [
-            p for p in t.params if p not in key and p not in t.constexprs and not p.endswith("ptr")
+            p
+            for p in t.params
+            if p not in key and p not in t.constexprs and not p.endswith("ptr") and p not in unseen
         ]
         if passed:
             out.append(

@@ -1,16 +1,20 @@
 """`workbench sweep NAME`: every config of a kernel compiled in parallel, and on a GPU checked,
 timed and ranked, each loser explained; Triton's own pick beside it; across shapes the smallest
-config set to paste into @triton.autotune. Without a GPU (or for another --arch) the static
-sweep (compile time, registers, spills, shared memory, occupancy) is the whole result.
+config set to paste into @triton.autotune and the shapes that can share a key bucket. Without a
+GPU (or for another --arch) the static sweep (compile time, registers, spills, shared memory,
+occupancy) is the whole result. `--strategy` times only what a search strategy picks;
+`sweep replay SWEEP_JSON` runs strategies against a recorded sweep, with no GPU.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import threading
 import time
+from pathlib import Path
 
 from workbench.catalog.discovery import discover
 from workbench.catalog.spec import DTYPES
@@ -18,16 +22,32 @@ from workbench.cli.options import add_arch_option, add_command_options
 from workbench.run import machine
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import parse_shape
-from workbench.sweep import analysis, cluster, plot, spread
+from workbench.sweep import analysis, cluster, plot, replay, spread
 from workbench.sweep.result import SweepResult
 from workbench.sweep.space import SPACES, autotune_snippet
-from workbench.views.sweep import HEADERS, rows_of, shared_text
+from workbench.sweep.strategy import STRATEGIES, Budget, parse_budget
+from workbench.views.sweep import (
+    HEADERS,
+    bucket_lines,
+    replay_lines,
+    rows_of,
+    strategy_line,
+)
 from workbench.views.text import print_json, print_problem, table
+
+REPLAY = "replay"
+"""`sweep replay SWEEP_JSON`: the word that takes the place of a kernel's NAME."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("sweep", help="autotune sweep: every config compiled, checked, timed")
-    p.add_argument("name")
+    p = sub.add_parser(
+        "sweep",
+        help="autotune sweep: every config compiled, checked, timed",
+        description="sweep NAME [options] | sweep replay SWEEP_JSON [--strategy S[,S]|all] "
+        "[--budget N|Ns] [--seeds N]",
+    )
+    p.add_argument("name", help="the kernel, or `replay` followed by a recorded sweep.json")
+    p.add_argument("file", nargs="?", help=argparse.SUPPRESS)
     p.add_argument("--shape", action="append", default=[], help="e.g. 4096x4096x4096 (repeat)")
     p.add_argument("--dtype", choices=DTYPES, help="input dtype (default: the kernel's first)")
     p.add_argument(
@@ -56,6 +76,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", action="store_true", help="continue the newest sweep of NAME")
     p.add_argument("--config-timeout", type=float, default=120.0, help="seconds per config")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds for the whole sweep")
+    p.add_argument(
+        "--strategy",
+        help=f"which configs to time: {'|'.join(STRATEGIES)} (default exhaustive; replay: all, "
+        "or several joined by commas)",
+    )
+    p.add_argument(
+        "--budget",
+        help="timings (40) or seconds (30s, 2m) a strategy may spend (default: a quarter of "
+        "the space; replay: the whole space)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="the random strategies' seed")
+    p.add_argument("--seeds", type=int, help="replay: seeds 0..N-1 (default 20)")
     add_command_options(p, run)
 
 
@@ -69,7 +101,25 @@ def params_from(args: argparse.Namespace) -> dict:
             f"name a JSON or K=V,... file of configs, or use --space {'|'.join(SPACES)}",
             source="usage",
         )
+    name = args.strategy or "exhaustive"
+    if name not in STRATEGIES:
+        raise fail(
+            "bad-arguments",
+            f"--strategy {args.strategy}: not one of {', '.join(STRATEGIES)}",
+            f"pick one of {'|'.join(STRATEGIES)} (a sweep replay takes several or all)",
+            source="usage",
+        )
+    if args.seeds is not None:
+        raise fail(
+            "bad-arguments",
+            "--seeds is for `sweep replay`",
+            "give a live sweep one --seed",
+            source="usage",
+        )
     return {
+        "strategy": name,
+        "budget": parse_budget(args.budget).to_dict() if args.budget else None,
+        "seed": args.seed,
         "shapes": [list(parse_shape(s)) for s in args.shape],
         "dtype": args.dtype,
         "space": space,
@@ -90,10 +140,17 @@ def gpus_from(text: str | None) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.name == REPLAY:
+        return run_replay(args)
+    if args.file:
+        raise fail(
+            "bad-arguments",
+            f"unexpected {args.file}",
+            "give one kernel NAME, or `sweep replay SWEEP_JSON`",
+            source="usage",
+        )
     entry = discover(args.path).find(args.name)
     params = params_from(args)
-    progress = None if args.json else Progress()
-    cancel = threading.Event()
     if args.cluster and args.gpus:
         raise fail(
             "bad-arguments",
@@ -101,15 +158,24 @@ def run(args: argparse.Namespace) -> int:
             "drop --gpus: on a cluster every GPU gets a worker",
             source="usage",
         )
+    gpus = gpus_from(args.gpus)
+    if (len(gpus) > 1 or args.cluster) and params["strategy"] != "exhaustive":
+        raise fail(
+            "bad-arguments",
+            f"--strategy {params['strategy']} searches on one GPU: each timing decides the next",
+            "drop --gpus or --cluster (or name one GPU), or time every config over them (no "
+            "--strategy)",
+            source="usage",
+        )
+    progress = None if args.json else Progress()
+    cancel = threading.Event()
     try:
         if args.cluster:
             result, outcomes = cluster.run_sweep(
                 entry, params, args.cluster, progress, cancel, args.timeout
             )
         else:
-            result, outcomes = spread.run_sweep(
-                entry, params, gpus_from(args.gpus), progress, cancel, args.timeout
-            )
+            result, outcomes = spread.run_sweep(entry, params, gpus, progress, cancel, args.timeout)
     except KeyboardInterrupt:  # the jobs keep what finished in their sweep.json
         cancel.set()
         raise
@@ -126,6 +192,48 @@ def run(args: argparse.Namespace) -> int:
     print(f"results (sweep.json, sweep.png when timed) in {outcomes[-1].run_dir}", file=sys.stderr)
     bad = sum(result.summary.get(k, 0) for k in analysis.FAILED)
     return 1 if bad or not result.complete else 0
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    """Strategies against a recorded exhaustive sweep: no job, no GPU."""
+    if not args.file:
+        raise fail(
+            "bad-arguments",
+            "sweep replay needs a recorded sweep",
+            "sweep replay SWEEP_JSON [--strategy S] (a sweep.json from a run folder, or the "
+            "output of `sweep NAME --json`)",
+            source="usage",
+        )
+    names = STRATEGIES if args.strategy in (None, "all") else args.strategy.split(",")
+    unknown = [n for n in names if n not in STRATEGIES]
+    if unknown or (args.seeds is not None and args.seeds < 1):
+        cause = f"--strategy {args.strategy}" if unknown else f"--seeds {args.seeds}"
+        raise fail(
+            "bad-arguments",
+            f"{cause}: not a strategy list" if unknown else f"{cause}: fewer than one seed",
+            f"--strategy all, or some of {','.join(STRATEGIES)} joined by commas; --seeds >= 1",
+            source="usage",
+        )
+    try:
+        data = json.loads(Path(args.file).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else f"not JSON ({exc})"
+        raise fail(
+            "bad-replay",
+            f"cannot read the sweep: {why}",
+            "give a sweep.json from a run folder, or the output of `sweep NAME --json`",
+            file=args.file,
+            source="usage",
+        ) from exc
+    result = replay.read(data, args.file)
+    seeds = 20 if args.seeds is None else args.seeds
+    budget = parse_budget(args.budget) if args.budget else Budget()
+    report = replay.replay(result, args.file, names, budget, seeds)
+    if args.json:
+        print_json(report)
+    else:
+        print("\n".join(replay_lines(report)))
+    return 0
 
 
 class Progress:
@@ -148,7 +256,8 @@ def show(result: SweepResult, paths: list[str]) -> None:
     head = f"{result.kernel} {result.dtype or ''} on {result.gpu or result.arch}"
     print(f"{head} ({result.mode}, Triton {result.triton_version}, {result.jobs} jobs)")
     for shape, rows in analysis.by_shape(result.rows).items():
-        print(f"\n{shape}" + (f"  ({shared_text(rows)})" if shared_text(rows) else ""))
+        shared = plot.shared_text(rows)
+        print(f"\n{shape}" + (f"  ({shared})" if shared else ""))
         print(table(HEADERS, rows_of(rows)))
         info = result.shapes[shape]
         triton = info.get("triton")
@@ -158,20 +267,23 @@ def show(result: SweepResult, paths: list[str]) -> None:
             print(f"persisted autotune cache: {entry['label']} ({entry['file']})")
         if info.get("finding"):
             print(f"finding: {info['finding']}")
-        unexplained = [r for r in rows if "no static reason" in r.get("why", "")]
-        if unexplained:
+        if info.get("profile"):  # the loser the static model leaves the most of unexplained
             case = shape + (f":{result.dtype}" if result.dtype else "")
             where = "".join(f" --path {p}" for p in paths)
             print(
-                f"profile one as it ran here: python -m workbench profile {result.kernel} "
-                f"--case {case} --pin {unexplained[0]['label']}{where}"
+                f"profile the largest unexplained gap as it ran here: python -m workbench "
+                f"profile {result.kernel} --case {case} --pin {info['profile']}{where}"
             )
+        if result.strategy:
+            print(strategy_line(result.strategy, shape))
         if any(r["status"] == analysis.TIMED for r in rows):
             print("\n".join(plot.bars(rows)) + f"\n{plot.LEGEND}")
     chosen = result.minimal_set.get("configs")
     if chosen:
         print(f"\nsmallest set within 5% of each shape's best ({len(chosen)}):")
         print(autotune_snippet(chosen))
+    for line in bucket_lines(result.buckets):
+        print(line)
     for note in result.notes:
         print(f"note: {note}")
     print("\ntimings: " + ", ".join(f"{k} {v}" for k, v in result.timings.items()))

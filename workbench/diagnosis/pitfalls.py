@@ -271,6 +271,7 @@ PITFALLS: tuple[Pitfall, ...] = (
         "seed 000 'Autotune never re-runs'; seed 002 'Kernel not updating after edit'",
         aliases=(
             "autotune-non-key-args",
+            "autotune-key-misses-loop-bound",
             "autotune-unknown-name",
             "global-constexpr-not-in-key",
             "autotune-served-stale",

@@ -150,6 +150,8 @@ def from_bench(
         "ridge": metrics.ridge(copy, rate),
     }
     figures |= ncu_figures(launches or [])
+    if used.bytes_source == NCU and rec.bytes and rec.bytes_source == INPUTS_OUTPUTS:
+        figures["least_bytes"] = rec.bytes  # what the measured traffic is weighed against
     ceiling = "copy bandwidth" if bound == "memory" else "the measured matmul rate"
     return Placement("bench", bound, metrics.roofline_ratio(rec.ms, floor), ceiling, figures)
 
@@ -163,22 +165,37 @@ def case_launches(ncu: dict | None, rec: BenchRecord) -> list[dict]:
     return [k for k in ncu.get("kernels", []) if k.get("range") == range_name(rec.name, case)]
 
 
+def _total(launches: list[dict], *columns: str) -> float | None:
+    counted = [k[c] for k in launches for c in columns if k.get(c) is not None]
+    return float(sum(counted)) if counted else None
+
+
 def ncu_counts(launches: list[dict]) -> tuple[float | None, float | None]:
     """(FLOPs, DRAM bytes) ncu counted over the launches: tensor-path and FP-pipe operations,
     bytes read and written; None where it collected no such counter."""
+    return _total(launches, "tensor_flops", "fp_flops"), _total(launches, "dram_bytes")
 
-    def total(*columns: str) -> float | None:
-        counted = [k[c] for k in launches for c in columns if k.get(c) is not None]
-        return float(sum(counted)) if counted else None
 
-    return total("tensor_flops", "fp_flops"), total("dram_bytes")
+def work_bytes(launches: list[dict]) -> float | None:
+    """ncu's DRAM bytes less the launches' local-memory (spill) traffic: spills are a defect
+    with a finding of their own, not bytes the work needs; counted in, they would place a
+    spilling GEMM under a memory ceiling its own spills built, whose headroom hides what fixing
+    them gains. Local bytes are counted at L1, so they bound the share that reached DRAM from
+    above."""
+    nbytes = _total(launches, "dram_bytes")
+    if nbytes is None:
+        return None
+    return max(0.0, nbytes - (_total(launches, "local_bytes") or 0.0))
 
 
 def work(rec: BenchRecord, launches: list[dict]) -> Work:
     """The FLOPs and bytes the placement uses: the spec's formula, else what ncu counted on the
-    case's launches, else the bench's own count. ncu's DRAM bytes replace the inputs and
-    outputs only when more: writes still in L2 when the kernel ends never reach its count."""
-    flops, nbytes = ncu_counts(launches)
+    case's launches, else the bench's own count. ncu's DRAM bytes, spill traffic left out,
+    replace the inputs and outputs only when more: writes still in L2 when the kernel ends never
+    reach its count, and what the kernel moves beyond its inputs and outputs (intermediates
+    between its launches) is the implementation's real traffic."""
+    flops, _ = ncu_counts(launches)
+    nbytes = work_bytes(launches)
     use_flops = rec.flops_source != SPEC and bool(flops)
     use_bytes = rec.bytes_source != SPEC and nbytes is not None
     if use_bytes and rec.bytes_source == INPUTS_OUTPUTS and rec.bytes is not None:
@@ -201,6 +218,8 @@ def ncu_figures(launches: list[dict]) -> dict:
         out |= {"ncu_flops": flops, "ncu_tflops": flops / ns / 1e3 if ns else None}
     if nbytes is not None:
         out["ncu_dram_bytes"] = nbytes
+    if local := _total(launches, "local_bytes"):
+        out["ncu_local_bytes"] = local
     return out
 
 
@@ -221,7 +240,17 @@ def _why(f: dict) -> str:
         for what, key in (("FLOPs", "flops_source"), ("bytes", "bytes_source"))
         if f.get(key)
     )
-    return "; ".join(x for x in (head, sources) if x)
+    spills = (
+        f"{f['ncu_local_bytes'] / 1e9:.3g} GB of spill traffic left out of the bytes"
+        if f.get("ncu_local_bytes")
+        else ""
+    )
+    extra = (
+        f"it moves {f['bytes'] / f['least_bytes']:.2g}x its inputs and outputs"
+        if f.get("least_bytes") and f.get("bytes")
+        else ""
+    )
+    return "; ".join(x for x in (head, sources, extra, spills) if x)
 
 
 def _num(x: float) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import math
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,20 +30,40 @@ class Launch:
     kwargs: dict
     tuned: bool = False
     """Launched by an Autotuner (not the bare function, though one may wrap it)."""
+    grid: Any = None
+    """As launched: a tuple, or a callable of the arguments by name (as `JITFunction.run`
+    calls it)."""
 
     @property
     def name(self) -> str:
         return self.fn.__name__
 
-    def constexprs(self) -> dict[str, Any]:
-        """Declared tl.constexpr parameters and their values (defaults included)."""
+    def arguments(self) -> dict[str, Any]:
+        """Every parameter's value by name, defaults included."""
         bound = self.fn.signature.bind(*self.args, **_arg_kwargs(self.fn, self.kwargs))
         bound.apply_defaults()
+        return dict(bound.arguments)
+
+    def constexprs(self) -> dict[str, Any]:
+        """Declared tl.constexpr parameters and their values (defaults included)."""
+        arguments = self.arguments()
         return {
-            p.name: bound.arguments[p.name]
+            p.name: arguments[p.name]
             for p in self.fn.params
-            if p.is_constexpr and p.name in bound.arguments
+            if p.is_constexpr and p.name in arguments
         }
+
+    def programs(self) -> int | None:
+        """How many programs the launch runs; None where the grid is unknown or its function
+        fails on these arguments."""
+        grid = self.grid
+        try:
+            if callable(grid):
+                grid = grid(self.arguments())
+            dims = [int(d) for d in grid]
+        except Exception:  # noqa: BLE001 - the kernel's own grid function: no count, no waves
+            return None
+        return math.prod(dims) if dims else None
 
     def with_values(self, values: dict[str, Any]) -> Launch:
         """The same launch with some constexprs or compile options replaced."""
@@ -55,7 +76,7 @@ class Launch:
                 args[i] = v
             else:
                 kwargs[k] = v
-        return Launch(self.fn, tuple(args), kwargs, self.tuned)
+        return Launch(self.fn, tuple(args), kwargs, self.tuned, self.grid)
 
 
 def _snapshot(arg: Any) -> Any:
@@ -82,7 +103,7 @@ def intercepted(launches: list[Launch], targets: set[int] | None) -> Iterator[No
 
     def run(self: Any, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
         if targets is None or id(self) in targets:
-            launches.append(Launch(self, tuple(map(_snapshot, args)), kwargs, tuning[0]))
+            launches.append(Launch(self, tuple(map(_snapshot, args)), kwargs, tuning[0], grid))
         return None
 
     def tune(self: Any, *args: Any, **kwargs: Any) -> Any:

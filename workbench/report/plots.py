@@ -17,6 +17,8 @@ from workbench.bench.result import BenchRecord, Ceilings
 from workbench.runtime.grammar import shape_text
 
 DPI = 100
+MARKERS = "os^Dv<>P"
+"""A roofline's points by shape (their colour is their dtype's)."""
 
 
 def _pyplot() -> Any:
@@ -28,83 +30,98 @@ def _pyplot() -> Any:
     return plt
 
 
+def roofs(records: list[BenchRecord], ceil: Ceilings) -> dict[str, tuple[float, str]]:
+    """One compute roof per dtype the cases ran in: dtype -> (TFLOP/s, its label), highest
+    first. A case runs against its own dtype's measured matmul rate (float32 on TF32 units; a
+    dtype the run did not measure, bfloat16's, and the label says so)."""
+    out = {}
+    for dtype in sorted({r.compute_dtype or r.dtype for r in records}):
+        measured = dtype in ceil.matmul_tflops
+        name = "float32 (TF32)" if dtype == "float32" else dtype
+        rate = ceil.matmul_rate(dtype)
+        said = f"{name}: roof {rate:,.0f} TFLOP/s" + ("" if measured else " (bfloat16's)")
+        out[dtype] = (rate, said)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1][0]))
+
+
 def roofline(records: list[BenchRecord], ceil: Ceilings, title: str, path: Path) -> Path | None:
-    """TFLOP/s against arithmetic intensity (FLOP per byte moved): each timed case a point, the
-    measured copy bandwidth the slanted roof, each measured matmul rate a flat one. None when no
-    case has a FLOP and byte model."""
+    """`roofline_figure` as a PNG at `path`, cropped to what it holds (no label cut)."""
+    fig = roofline_figure(records, ceil, title)
+    return None if fig is None else _save(_pyplot(), fig, path, tight=True)
+
+
+def roofline_figure(records: list[BenchRecord], ceil: Ceilings, title: str) -> Any:
+    """TFLOP/s against arithmetic intensity (FLOP per byte moved): each timed case a point in its
+    dtype's colour and its shape's marker, the measured copy bandwidth the slanted roof, each
+    dtype's measured matmul rate a flat one in the same colour (`roofs`). None when no case has
+    a FLOP and byte model."""
     placed = [r for r in records if r.ms and r.flops and r.bytes]
     if not placed:
         return None
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    from matplotlib.lines import Line2D
+
+    fig, ax = plt.subplots(figsize=(7, 4.6), layout="constrained")
     intensity = [r.flops / r.bytes for r in placed]
-    # the roofs of the dtypes shown (float32 runs on TF32 units), highest first
-    rates = {d: ceil.matmul_rate(d) for d in sorted({r.compute_dtype or r.dtype for r in placed})}
-    rates = dict(sorted(rates.items(), key=lambda kv: -kv[1]))
-    top = max([*rates.values(), *(r.tflops or 0.0 for r in placed)])
-    ridges = [rate * 1000 / ceil.copy_gbps for rate in rates.values()]
+    rates = roofs(placed, ceil)
+    colors = {dtype: f"C{i}" for i, dtype in enumerate(rates)}
+    top = max([*(rate for rate, _ in rates.values()), *(r.tflops or 0.0 for r in placed)])
+    ridges = [rate * 1000 / ceil.copy_gbps for rate, _ in rates.values()]
     lo = min(intensity + ridges) / 4
     hi = max(intensity + ridges) * 4
     xs = [lo * (max(ridges) / lo) ** (i / 64) for i in range(65)]
     ax.plot(xs, [ceil.copy_gbps * x / 1000 for x in xs], color="0.35", lw=1.2)
-    label_x = lo * 1.5
-    ax.text(
-        label_x,
-        ceil.copy_gbps * label_x / 1000 * 1.2,
-        f"copy {ceil.copy_gbps:,.0f} GB/s",
-        fontsize=7,
-        color="0.35",
-        va="bottom",
-    )
-    above = True
-    previous = None
-    for dtype, rate in rates.items():
+    handles = [Line2D([], [], color="0.35", lw=1.2, label=f"copy {ceil.copy_gbps:,.0f} GB/s")]
+    for dtype, (rate, said) in rates.items():
         ridge = rate * 1000 / ceil.copy_gbps
-        ax.plot([ridge, hi], [rate, rate], color="0.55", lw=1, ls="--")
-        name = "float32 (TF32)" if dtype == "float32" else dtype
-        above = not above if previous and previous / rate < 1.3 else True  # close roofs: alternate
-        previous = rate
-        ax.text(
-            hi,
-            rate,
-            f"{name} matmul {rate:,.0f} TFLOP/s",
-            fontsize=7,
-            ha="right",
-            va="bottom" if above else "top",
-            color="0.35",
-        )
-    colors: dict[str, str] = {}
-    labelled: set[tuple] = set()
-    stacked: dict[float, int] = {}
+        ax.plot([ridge, hi], [rate, rate], color=colors[dtype], lw=1.2, ls="--")
+        handles.append(Line2D([], [], color=colors[dtype], ls="--", marker="o", ms=4, label=said))
+    shapes = list(dict.fromkeys(shape_text(r.shape) for r in placed))
+    markers = {shape: MARKERS[i % len(MARKERS)] for i, shape in enumerate(shapes)}
+    # one size per dtype, largest first: cases of one shape that land on one spot (float16
+    # and bfloat16 of a memory-bound kernel) show as rings, not one point hiding the other
+    sizes = {dtype: max(12, 70 - 26 * i) for i, dtype in enumerate(rates)}
     for r, x in zip(placed, intensity):
-        color = colors.setdefault(r.dtype, f"C{len(colors)}")
-        ax.scatter([x], [r.tflops], color=color, zorder=3, s=22)
-        spot = (round(math.log10(x), 2), round(math.log10(r.tflops or 1e-9), 2), tuple(r.shape))
-        if spot in labelled:  # dtypes of one shape often land on one spot: one label
-            continue
-        labelled.add(spot)
-        row = stacked[spot[0]] = stacked.get(spot[0], -1) + 1  # labels at one intensity stack
-        ratio = f" ({r.roofline_ratio:.2f})" if r.roofline_ratio is not None else ""
-        ax.annotate(
-            shape_text(r.shape) + ratio,
-            (x, r.tflops),
-            fontsize=6,
-            xytext=(6, -8 - 8 * row),
-            textcoords="offset points",
-        )
-    for dtype, color in colors.items():
-        ax.scatter([], [], color=color, label=dtype, s=22)
+        dtype = r.compute_dtype or r.dtype
+        marker = markers[shape_text(r.shape)]
+        z = 3 + list(rates).index(dtype)
+        ax.scatter([x], [r.tflops], color=colors[dtype], marker=marker, zorder=z, s=sizes[dtype])
+    if len(shapes) > 1:
+        handles += [
+            Line2D([], [], color="0.3", marker=markers[s], ls="", ms=5, label=s) for s in shapes
+        ]
     ax.set_xscale("log")
     ax.set_yscale("log")
     low = min(r.tflops or top for r in placed)
     ax.set_ylim(min(low, ceil.copy_gbps * lo / 1000) / 2, top * 2.5)
     ax.set_xlim(lo, hi)
+    _plain_ticks(ax)
     ax.set_xlabel("arithmetic intensity (FLOP / byte moved)")
     ax.set_ylabel("TFLOP/s")
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, loc="lower right")
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=7, frameon=False)
     ax.grid(True, which="major", ls=":", lw=0.5)
-    return _save(plt, fig, path)
+    return fig
+
+
+def _plain_ticks(ax: Any) -> None:
+    """Log axes labelled 0.1, 1, 600 rather than 6x10^2 (narrower, and quick to measure); where
+    an axis spans under two decades its 2s and 5s too, so that it has more than one label."""
+    import matplotlib.ticker
+
+    def plain(v: float, _: Any = None) -> str:
+        return f"{v:,.0f}" if v >= 1 else f"{v:.2g}"
+
+    def twos_fives(v: float, _: Any) -> str:
+        lead = round(v / 10 ** math.floor(math.log10(v)))
+        return plain(v) if lead in (2, 5) else ""
+
+    for axis, (a, b) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+        axis.set_major_formatter(matplotlib.ticker.FuncFormatter(plain))
+        minor = twos_fives if b / a < 100 else matplotlib.ticker.NullFormatter()
+        axis.set_minor_formatter(
+            matplotlib.ticker.FuncFormatter(minor) if callable(minor) else minor
+        )
 
 
 def trend(trends: list[Trend], title: str, path: Path) -> Path | None:
@@ -142,7 +159,7 @@ def trend(trends: list[Trend], title: str, path: Path) -> Path | None:
         ax.scatter([], [], marker="x", color="red", label="regression")
     ax.set_yscale("log")
     # plain numbers; minor ticks labelled too when the times span less than a decade
-    plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:.3g}")
+    plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:.2g}")
     times = [p.ms for t in shown for p in t.points]
     narrow = max(times) / min(times) < 10
     ax.yaxis.set_major_formatter(plain)
@@ -162,10 +179,15 @@ def _short_gpu(name: str) -> str:
     return name.removeprefix("NVIDIA ").split(" ")[0] if name else "?"
 
 
-def _save(plt: Any, fig: Any, path: Path) -> Path:
-    # fixed margins: tight_layout measures every tick label, seconds per plot on a busy host
-    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.14, top=0.92)
+def _save(plt: Any, fig: Any, path: Path, tight: bool = False) -> Path:
+    """`tight`: the figure is laid out by its own layout engine and cropped to what it holds, so
+    no label is cut; else fixed margins (tight_layout measures every tick label, seconds per plot
+    on a busy host)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI)
+    if tight:
+        fig.savefig(path, dpi=DPI, bbox_inches="tight", pad_inches=0.05)
+    else:
+        fig.subplots_adjust(left=0.1, right=0.98, bottom=0.14, top=0.92)
+        fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path

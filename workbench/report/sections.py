@@ -321,8 +321,9 @@ class _Builder:
         for shape, rows in analysis.by_shape(result.rows).items():
             cells = [(n, Code(label), *rest) for n, label, *rest in sweepview.rows_of(rows)]
             self.add(Heading(3, shape), table(sweepview.HEADERS, cells))
-            if sweepview.shared_text(rows):
-                self.add(para(sweepview.shared_text(rows).capitalize() + "."))
+            shared = sweepplot.shared_text(rows)
+            if shared:
+                self.add(para(shared[0].upper() + shared[1:] + "."))
             info = result.shapes[shape]
             if (info.get("triton") or {}).get("label"):
                 self.add(para("Triton's own autotuner picked ", Code(info["triton"]["label"]), "."))

@@ -8,7 +8,9 @@ them on its inbox (stdin) and hands each row back as an event. The "sweep" job r
 its own with itself as the one worker, keeping `sweep.json` in its run folder as rows land, with
 the config being timed, so a cancel keeps what finished and `--resume` goes on past a config that
 hung or killed the process. A watchdog ends the process when one config overruns its time (a hung
-kernel cannot be stopped otherwise); its runner blames that config and goes on.
+kernel cannot be stopped otherwise); its runner blames that config and goes on. A search strategy
+other than exhaustive takes a whole shape as one item: every config compiled, only those the
+strategy asks for timed, one after another on this worker's GPU.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +36,13 @@ from workbench.run.faults import problem_from_exception
 from workbench.runtime import compat, gpu_lock
 from workbench.runtime.errors import Problem, WorkbenchError, fail
 from workbench.runtime.grammar import shape_text
-from workbench.sweep import analysis, space
+from workbench.sweep import analysis, facts, space, strategy
 from workbench.sweep.analysis import RESULT_FILE
 from workbench.sweep.pool import CompilePool
 from workbench.sweep.queue import WorkQueue
 from workbench.sweep.result import SweepResult
 from workbench.sweep.space import Values
+from workbench.sweep.strategy import Budget
 
 DEFAULT_ARCH = 90
 MIN_ARCH = 75
@@ -104,6 +107,7 @@ class Sweep:
         self.best: dict[str, float] = {}
         self.current: tuple[float, dict, int] | None = None
         self.emit: Emit = ctx.emit
+        self.strategy = params.get("strategy") or "exhaustive"
 
     def head(self) -> dict:
         """The result's header as this worker sees it (its `ready` event)."""
@@ -120,6 +124,7 @@ class Sweep:
             "dtype": self.dtype,
             "space": self.params.get("space") or "own",
             "jobs": self.pool.jobs,
+            "device": facts.device(self.timed, self.dtype),
         }
 
     def alone(self) -> SweepResult:
@@ -132,7 +137,7 @@ class Sweep:
         def emit(event: dict) -> None:
             for _, message in work.on_event("", event):
                 inbox.put(message)
-            if event["event"] in ("config", "triton", "running"):
+            if event["event"] in ("config", "triton", "searched", "running"):
                 _save(work, file, self.current)  # before anyone is told: a cancel keeps it
             if event["event"] in ("config", "config-timeout"):
                 self.ctx.emit(event)
@@ -178,11 +183,11 @@ class Sweep:
                 for text, ms in message.get("best", {}).items():
                     self.best[text] = min(ms, self.best.get(text, ms))
                 for item in message["items"]:
-                    future = None if item.get("triton") else self._submit(item)
+                    future = None if "values" not in item else self._submit(item)
                     if future is not None:
                         compiling[future] = item
                         future.add_done_callback(lambda f: inbox.put({"compiled": f}))
-                    elif item.get("triton"):
+                    elif "values" not in item:  # Triton's pick, or a shape's search
                         compiled.append((item, None))
 
     def _plan(self) -> None:
@@ -198,6 +203,12 @@ class Sweep:
             notes = [note] if note else []
             if self.timed and tuner is not None and not pick:
                 notes.append("Triton's own pick was not run (--no-triton-pick)")
+            if self.strategy != "exhaustive" and not self.timed:
+                notes.append(
+                    f"--strategy {self.strategy} chooses which configs to time, and nothing is "
+                    "timed here (no GPU, or another --arch): every config is compiled and shown "
+                    "static"
+                )
             text = shape_text(shape)
             out = []
             for values in configs:
@@ -213,6 +224,9 @@ class Sweep:
                     "shape": list(shape),
                     "configs": out,
                     "triton": bool(self.timed and tuner is not None and pick),
+                    "search": self.timed and self.strategy != "exhaustive",
+                    # what the static model explains the losers by
+                    "problem": facts.problem(self.spec, base, shape, self.dtype, self.ctx.device),
                     "notes": notes,
                     "last": n == len(shapes) - 1,
                 }
@@ -236,6 +250,7 @@ class Sweep:
         folder = Path(self.ctx.run_dir) / "cubins" / shape_text(shape).replace(" ", "")
         try:
             launch = config_launch(base, item["values"], hook)
+            row["programs"] = launch.programs()
             return self.pool.submit(launch, self.arch, folder / f"{item['id']}_{base.name}.cubin")
         except Exception as exc:  # noqa: BLE001 - a config that cannot even bind is a row
             row.update(status="failed", problem=problem_from_exception(exc).to_dict())
@@ -246,7 +261,7 @@ class Sweep:
         """A compiled item: checked and timed on a GPU (Triton's pick, for its item)."""
         shape = tuple(item["shape"])
         if future is None:
-            self._triton(item)
+            self._search(item) if "search" in item else self._triton(item)
             return
         row = item["row"]
         row.update(self._compiled(future))
@@ -291,8 +306,9 @@ class Sweep:
             self._add_time("capture_s", time.perf_counter() - started)
         return self.benches[text]
 
-    def _time_row(self, row: dict, item: int, target: Any) -> None:
-        """Check the config's output against the reference, then time it; failures are rows."""
+    def _time_row(self, row: dict, item: int, target: Any, samples: int | None = None) -> None:
+        """Check the config's output against the reference (once), then time it (`samples`: a
+        light timing of that many); failures are rows. The seconds each part took are kept."""
         import torch
 
         from workbench.check.compare import compare
@@ -304,22 +320,30 @@ class Sweep:
         bench = self._bench(tuple(row["shape"]))
         self._running(row, item)
         call = lambda: self.spec.kernel_fn(*bench["inputs"])  # noqa: E731
+        started, part = time.perf_counter(), "check_s"
         try:
             with compat.pinned(target, *split_options(row["values"])):
-                with tensors.poisoned_allocations():
-                    out = tensors.outputs(call())
-                torch.cuda.synchronize()
-                case = CaseResult("sweep", row["shape"], self.dtype or "as given", "contiguous")
-                compare(self.spec, case, out, bench["ref"], self.dtype, bench["wider"])
-                row["check"] = {k: getattr(case, k) for k in ("max_abs_diff", "rel_l2", "bad")}
-                if case.status != "passed":
-                    row.update(status="wrong", reason=f"wrong result: {case.reason}")
-                    return
+                if row.get("check") is None:
+                    with tensors.poisoned_allocations():
+                        out = tensors.outputs(call())
+                    torch.cuda.synchronize()
+                    case = CaseResult("sweep", row["shape"], self.dtype or "as given", "contiguous")
+                    compare(self.spec, case, out, bench["ref"], self.dtype, bench["wider"])
+                    row["check"] = {k: getattr(case, k) for k in ("max_abs_diff", "rel_l2", "bad")}
+                    row["check_s"] = round(time.perf_counter() - started, 4)
+                    if case.status != "passed":
+                        row.update(status="wrong", reason=f"wrong result: {case.reason}")
+                        row["timing_s"] = 0.0
+                        return
+                started, part = time.perf_counter(), "timing_s"
                 best = self.best.get(text)
                 with gpu_lock.alone(self.ctx.device):
-                    row.update(adaptive_ms(call, best))
-                self.best[text] = row["ms"] if best is None else min(best, row["ms"])
+                    row.update(adaptive_ms(call, best, samples))
+                row["timing_s"] = round(time.perf_counter() - started, 4)
+                if samples is None:  # a light timing is too rough to stop others early
+                    self.best[text] = row["ms"] if best is None else min(best, row["ms"])
         except Exception as exc:  # noqa: BLE001 - a failing config is a row; the next one runs
+            row[part] = round(time.perf_counter() - started, 4)
             problem = (
                 exc.problem if isinstance(exc, WorkbenchError) else problem_from_exception(exc)
             )
@@ -331,13 +355,95 @@ class Sweep:
         finally:
             self.current = None
 
-    def _triton(self, item: dict) -> None:
+    def _search(self, item: dict) -> None:
+        """One shape's search by a strategy other than exhaustive: every config compiled (the
+        static start and the rows left untimed need every config's facts), then only those the
+        strategy asks for timed. Coordinate descent beyond the kernel's own configs starts from
+        Triton's pick, so Triton's autotuner runs first there. Rows already known (an earlier
+        run's, or this search's before its worker died) answer what they timed, so a search
+        taken up again retraces its steps. Each row goes back as it is decided, again as later
+        rounds time it."""
+        shape = tuple(item["shape"])
+        text = shape_text(shape)
+        base, tuner = self._launch(shape)
+        configs = [{**c, "shape": item["shape"]} for c in item["search"]]
+        known = {c["row"]["label"]: c for c in configs if c.get("row")}
+        futures: dict[Future, dict] = {}
+        for config in configs:
+            future = None if config.get("row") else self._submit(config)
+            if future is not None:
+                futures[future] = config
+        for future in as_completed(futures):
+            futures[future]["row"].update(self._compiled(future))
+        fresh = {c["row"]["label"]: c for c in futures.values()}
+        ids = {label: c["id"] for label, c in {**known, **fresh}.items()}
+        rows = []
+        for values in _configs(self.params.get("space") or "own", tuner, base):
+            label = space.key(values)
+            config = fresh.get(label) or known.get(label)
+            row = config["row"] if config else self.done.get((text, label))
+            if row and row.get("resources") and row["status"] != "pruned":
+                rows.append(row)
+        space_labels = {r["label"] for r in rows}
+        for label, config in fresh.items():
+            if label not in space_labels:  # failed to compile, or pruned
+                self.emit({"event": "config", "id": config["id"], "row": config["row"]})
+        name = self.strategy
+        budget = Budget(**self.params["budget"]) if self.params.get("budget") else None
+        budget = budget or strategy.default_budget(name, len(rows))
+        start = None
+        pick = None
+        if name == "coordinate" and rows:
+            if tuner is not None and strategy.starts_from_triton(self.params.get("space")):
+                pick = self._triton(item)  # its start: Triton's pick, timed first
+            start = strategy.static_start(rows, (pick or {}).get("label"))
+        by_label = {r["label"]: r for r in rows}
+        count = 0
+        target = tuner if tuner is not None else base.fn
+
+        def evaluate(values: Values, samples: int | None) -> dict:
+            nonlocal count
+            row = by_label[space.key(values)]
+            count += 1
+            answer = _recorded(row, samples)
+            if answer is not None:
+                return answer
+            row.setdefault("chosen_by", name)
+            row.setdefault("order", count)
+            checked = row.get("check") is not None
+            started = time.perf_counter()
+            self._time_row(row, ids.get(row["label"], -1), target, samples)
+            self._add_time("timing_s", time.perf_counter() - started)
+            if samples is not None or "rounds" in row:  # successive halving's rounds
+                kept = ("samples", "ms", "p20", "p80", "timing_s")
+                row.setdefault("rounds", []).append({k: row.get(k) for k in kept})
+            if row["label"] in ids:
+                self.emit({"event": "config", "id": ids[row["label"]], "row": row})
+            return {**row, "check_s": 0.0 if checked else row.get("check_s")}
+
+        seed = int(self.params.get("seed") or 0)
+        found = strategy.Space([r["values"] for r in rows])
+        trace = strategy.search(name, found, evaluate, budget, seed, start and start[0])
+        for row in rows:
+            if row["label"] in ids and row.get("samples", 0) == 0 and row["status"] == "ok":
+                row.update(status="skipped", reason=f"{name} chose others ({budget.text()})")
+                self.emit({"event": "config", "id": ids[row["label"]], "row": row})
+        shape_trace = {
+            "configs": len(rows),
+            "start": {"label": start[0], "from": start[1]} if start else None,
+            **trace.summary(),
+        }
+        head = {"name": name, "budget": budget.to_dict(), "seed": seed}
+        self.emit({"event": "searched", "id": item["id"], "strategy": head, "trace": shape_trace})
+
+    def _triton(self, item: dict) -> dict:
         """Triton's own autotuner on the shape's inputs (its configs compiled by now)."""
         from workbench.sweep.timing import persisted, triton_pick
 
         started = time.perf_counter()
-        base, tuner = self._launch(tuple(item["shape"]))
-        bench = self._bench(tuple(item["shape"]))
+        shape = tuple(item["shape"])
+        base, tuner = self._launch(shape)
+        bench = self._bench(shape)
         self._running(
             {"shape": item["shape"], "label": "Triton's own pick", "values": {}}, item["id"]
         )
@@ -348,9 +454,9 @@ class Sweep:
         finally:
             self.current = None
         self._add_time("triton_s", time.perf_counter() - started)
-        self.emit(
-            {"event": "triton", "id": item["id"], "pick": pick, "persisted": persisted(tuner)}
-        )
+        event = {"event": "triton", "shape": shape_text(shape), "pick": pick}
+        self.emit({**event, "persisted": persisted(tuner)})
+        return pick
 
     def _add_time(self, name: str, seconds: float) -> None:
         self.timings[name] = round(self.timings.get(name, 0.0) + seconds, 3)
@@ -403,7 +509,21 @@ def config_launch(base: Launch, values: Values, pre_hook: Any) -> Launch:
         if hasattr(a, "block_shape"):
             a.block_shape = list(a.block_shape)
     pre_hook({**dict(zip(names, args)), **kwargs})
-    return Launch(launch.fn, tuple(args), kwargs)
+    return Launch(launch.fn, tuple(args), kwargs, launch.tuned, launch.grid)
+
+
+def _recorded(row: dict, samples: int | None) -> dict | None:
+    """The row's answer to a timing at `samples` (None: the full one) when it already holds it
+    (this run's or the resumed run's): a failure, a timing of that many samples, or a full
+    timing, which answers a light one too; else None."""
+    if row["status"] in analysis.FAILED:
+        return {**row, "check_s": 0.0, "timing_s": 0.0}
+    if row["status"] != analysis.TIMED or row["ms"] is None:
+        return None
+    done = [r for r in row.get("rounds", []) if r["samples"] == samples]
+    if done:
+        return {**row, **done[0], "check_s": 0.0}
+    return {**row, "check_s": 0.0} if row.get("stop") != "light" else None
 
 
 def _target(launches: list[Launch]) -> tuple[Launch, Any]:

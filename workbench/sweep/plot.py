@@ -1,53 +1,95 @@
 """Time per config as terminal bars (for the TUI and the CLI) and as a PNG in the run folder,
-with markers for spills, low occupancy and failures (pure, matplotlib only for the PNG)."""
+each config named by what sets it apart, marked or coloured by its status: spills, low
+occupancy, failures (pure, matplotlib only for the PNG)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from workbench.ir.config import shared_values, short_legend, short_name
 from workbench.sweep import analysis
 from workbench.sweep.result import SweepResult
 
 MARKERS = {"spill": "S", "occupancy": "O", "failed": "X", "wrong": "W", "pruned": "P"}
-LEGEND = "S spills  O occupancy < 25%  X failed/timeout  W wrong result  P pruned"
+LEGEND = "S spills  O occupancy below the best's  X failed/timeout  W wrong result  P pruned"
+STATUS = {
+    "ok": ("tab:blue", "ok"),
+    "spill": ("tab:red", "spills"),
+    "occupancy": ("tab:orange", "occupancy below the best's"),
+    "failed": ("dimgray", "failed / timeout / pruned (no time)"),
+    "wrong": ("tab:purple", "wrong result (no time)"),
+}
+"""The PNG's bar colours by status, with their legend entries."""
 
 
-def marks(row: dict) -> str:
+def names(rows: list[dict]) -> dict[str, str]:
+    """Each config's short name by label: what it does not share with the others (`BM128 w4`)."""
+    shared = shared_values([r.get("values") for r in rows])
+    return {r["label"]: short_name(r.get("values") or {}, shared) or r["label"] for r in rows}
+
+
+def shared_text(rows: list[dict]) -> str:
+    """What every config shares, said once above their table or plot, and what the short names
+    abbreviate."""
+    configs = [r.get("values") for r in rows]
+    shared = shared_values(configs)
+    said = [f"every config: {short_name(shared)}"] if shared else []
+    legend = short_legend(configs)
+    return "; ".join(said + [legend] if legend else said)
+
+
+def marks(row: dict, best: dict | None) -> str:
+    """The row's markers: spills and occupancy below `best`'s (`analysis.low_occupancy`), or
+    why it has no time."""
     if row["status"] in ("failed", "timeout"):
         return MARKERS["failed"]
     if row["status"] in ("wrong", "pruned"):
         return MARKERS[row["status"]]
-    res = row.get("resources") or {}
-    occ = (res.get("occupancy") or {}).get("percent")
-    out = MARKERS["spill"] if res.get("spill_bytes") else ""
-    if occ is not None and occ < analysis.LOW_OCCUPANCY:
-        out += MARKERS["occupancy"]
-    return out
+    out = MARKERS["spill"] if (row.get("resources") or {}).get("spill_bytes") else ""
+    return out + (MARKERS["occupancy"] if analysis.low_occupancy(row, best) else "")
+
+
+def status(row: dict, best: dict | None) -> str:
+    """The row's key in STATUS: what colours its bar (spills before low occupancy)."""
+    if row["status"] in ("failed", "timeout", "pruned"):
+        return "failed"
+    if row["status"] == "wrong":
+        return "wrong"
+    mark = marks(row, best)
+    return "spill" if MARKERS["spill"] in mark else "occupancy" if mark else "ok"
+
+
+def order(rows: list[dict]) -> list[dict]:
+    """Fastest first, then the untimed: a static sweep's by the model's time (`model`), those
+    the model cannot place last."""
+    rest = [r for r in rows if r["status"] != analysis.TIMED]
+    rest.sort(key=lambda r: (r.get("model") is None, r.get("model") or 0.0))
+    return analysis.ranked(rows) + rest
 
 
 def bars(rows: list[dict], width: int = 40) -> list[str]:
-    """One line per config: label, bar scaled to the slowest timed config, ms, markers; fastest
-    first, then the untimed."""
+    """One line per config: its short name, a bar scaled to the slowest timed config, ms,
+    markers; fastest first, then the untimed."""
     timed = analysis.ranked(rows)
-    rest = [r for r in rows if r["status"] != analysis.TIMED]
     top = max((r["ms"] for r in timed), default=1.0)
-    name_w = max((len(r["label"]) for r in rows), default=0)
+    best = timed[0] if timed else None
+    short = names(rows)
+    name_w = max((len(n) for n in short.values()), default=0)
     lines = []
-    for r in timed + rest:
+    for r in order(rows):
         if r["status"] == analysis.TIMED:
             bar = "█" * max(1, round(width * r["ms"] / top))
             value = f"{r['ms']:.4g} ms"
         else:
             bar, value = "", r["status"]
-        lines.append(f"{r['label']:<{name_w}} {bar:<{width}} {value:>11} {marks(r)}")
+        lines.append(f"{short[r['label']]:<{name_w}} {bar:<{width}} {value:>11} {marks(r, best)}")
     return lines
 
 
 def png(result: SweepResult, path: Path) -> str | None:
-    """The bars of every shape as a PNG; None where matplotlib is missing or nothing was timed."""
-    shapes = analysis.by_shape(result.rows)
-    if not any(analysis.ranked(rs) for rs in shapes.values()):
-        return None
+    """`figure` as a PNG at `path`, cropped to what it holds; None where matplotlib is missing
+    or nothing was timed."""
     try:
         import matplotlib
 
@@ -55,21 +97,54 @@ def png(result: SweepResult, path: Path) -> str | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    fig, axes = plt.subplots(len(shapes), 1, figsize=(10, 0.3 * len(result.rows) + 1.5))
-    for ax, (shape, rows) in zip(list(getattr(axes, "flat", [axes])), shapes.items()):
-        order = analysis.ranked(rows) + [r for r in rows if r["status"] != analysis.TIMED]
-        ys = range(len(order))
-        ax.barh(
-            ys,
-            [r["ms"] or 0.0 for r in order],
-            color=["tab:red" if marks(r) else "tab:blue" for r in order],
-        )
-        ax.set_yticks(list(ys), [f"{r['label']} {marks(r)}" for r in order], fontsize=7)
-        ax.invert_yaxis()
-        ax.set_xlabel("ms (median, L2 flushed)")
-        ax.set_title(f"{result.kernel} {shape} on {result.gpu or result.arch}")
-    fig.text(0.01, 0.005, LEGEND, fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig = figure(result)
+    if fig is None:
+        return None
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return str(path)
+
+
+def figure(result: SweepResult) -> Any:
+    """The bars of every shape, each config by its short name (`names`) and coloured by its
+    status, its time and brief beside it, the best and Triton's pick in bold; None with nothing
+    timed."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    shapes = analysis.by_shape(result.rows)
+    if not any(analysis.ranked(rs) for rs in shapes.values()):
+        return None
+    height = sum(0.28 * len(rs) + 1.2 for rs in shapes.values()) + 0.8
+    fig, axes = plt.subplots(len(shapes), 1, figsize=(9, height), layout="constrained")
+    seen: set[str] = set()
+    for ax, (shape, rows) in zip(list(getattr(axes, "flat", [axes])), shapes.items()):
+        ranked = order(rows)
+        best = ranked[0] if ranked[0]["status"] == analysis.TIMED else None
+        short = names(rows)
+        ys = list(range(len(ranked)))
+        keys = [status(r, best) for r in ranked]
+        seen.update(keys)
+        top = max((r["ms"] or 0.0 for r in ranked), default=0.0)
+        # a config without a time gets a stub, so that its colour shows
+        widths = [r["ms"] or top * 0.02 for r in ranked]
+        ax.barh(ys, widths, color=[STATUS[k][0] for k in keys])
+        ax.set_yticks(ys, [short[r["label"]] for r in ranked], fontsize=8, family="monospace")
+        ax.set_ylim(len(ranked) - 0.5, -0.5)  # fastest on top, no margin
+        ax.set_xlabel("ms (median, L2 flushed)")
+        pick = (result.triton.get(shape) or {}).get("label")
+        for y, r in zip(ys, ranked):
+            said = [f"{r['ms']:.4g} ms"] if r["ms"] else []
+            said.append(r.get("brief") or r["status"])
+            if r["label"] == pick:
+                said.append("Triton's pick")
+            weight = "bold" if r is best or r["label"] == pick else "normal"
+            x = widths[y] + top * 0.01
+            ax.text(x, y, "  ".join(said), va="center", fontsize=7, fontweight=weight)
+        ax.set_xlim(0, top * 1.6 or 1.0)
+        what = (result.kernel, shape, result.dtype, "on", result.gpu or result.arch)
+        title = " ".join(w for w in what if w and w != "-")
+        ax.set_title("\n".join(filter(None, (title, shared_text(rows)))), fontsize=9)
+    handles = [Patch(color=STATUS[k][0], label=STATUS[k][1]) for k in STATUS if k in seen]
+    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=7)
+    return fig

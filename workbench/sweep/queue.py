@@ -12,8 +12,11 @@ one that ended on an error strikes only the running one, since it said what fail
 struck TRIES times is a crash row; the others go back on the queue unstruck.
 
 Triton's own pick for a shape is one more item, handed out (first in line) once every config of
-that shape has its row, so that it finds their compiles in the cache. Rows come out in the plan's
-order whatever order they finished in: one worker and several give the same result.
+that shape has its row, so that it finds their compiles in the cache. A search strategy other than
+exhaustive makes each shape one item: a worker compiles its configs and times those the strategy
+asks for, sending each row as it is decided (again as later rounds time it); taken up again after
+a death, the search gets the rows already in. Rows come out in the plan's order whatever order
+they finished in: one worker and several give the same result.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ END = {"end": True}
 """The message that ends a worker: nothing is left to do (or the sweep failed)."""
 Message = tuple[str, dict]
 """(worker, message to it)."""
-HEAD = ("kernel", "mode", "arch", "gpu", "triton_version", "dtype", "space")
+HEAD = ("kernel", "mode", "arch", "gpu", "triton_version", "dtype", "space", "device")
 """The result's fields every worker's `ready` event names alike (besides its gpu_index, host
 and jobs)."""
 
@@ -46,7 +49,11 @@ class Item:
     shape: list
     label: str
     row: dict | None
-    """The config's blank row (None: Triton's own pick for the shape)."""
+    """The config's blank row (None: Triton's own pick, or a search, for the shape)."""
+    kind: str = "config"
+    """config | triton (Triton's own pick) | search (a strategy's search of the shape)."""
+    search: int | None = None
+    """A config's search item, when a strategy times the shape."""
     strikes: int = 0
 
 
@@ -72,6 +79,9 @@ class WorkQueue:
         self.pending: deque[int] = deque()
         self.rows: dict[int, dict] = {}
         self.picks: dict[int, dict] = {}
+        """Triton's pick or a search's trace, by its item."""
+        self.problems: dict[str, dict] = {}
+        self.strategy: dict | None = None
         self.shapes: dict[str, list[int]] = {}
         """Shape -> its config items' ids, in plan order."""
         self.triton_items: dict[str, int] = {}
@@ -102,7 +112,11 @@ class WorkQueue:
                 w.running = event.get("id")
             elif kind == "config-timeout":
                 w.timed_out = event.get("id")
-            elif kind in ("config", "triton") and "id" in event:
+            elif kind == "triton":
+                event = {**event, "id": self.triton_items.get(event["shape"], event.get("id"))}
+                if event["id"] is not None:
+                    self._done(worker, w, event)
+            elif kind in ("config", "searched"):
                 self._done(worker, w, event)
             elif kind == "result":
                 w.end["timings"] = (event.get("result") or {}).get("timings", {})
@@ -126,7 +140,8 @@ class WorkQueue:
                 suspects = self._suspects(w, held, silent=status != "error")
                 held = [i for i in held if not self._blame(self.items[i], w, i in suspects)]
                 w.lost += [self.items[i].label for i in held]
-            self.pending.extendleft(reversed(held))  # back at the front, in their order
+            # back at the front, in their order (a search's configs go back with their search)
+            self.pending.extendleft(reversed([i for i in held if self.items[i].search is None]))
             w.running = w.timed_out = None
             return self._serve()
 
@@ -159,10 +174,9 @@ class WorkQueue:
                 return None
             order = [i for ids in self.shapes.values() for i in ids]
             rows = [dict(self.rows[i]) for i in order if i in self.rows]
-            triton = {shape_text(self.items[i].shape): p["pick"] for i, p in self.picks.items()}
-            persisted = {
-                shape_text(self.items[i].shape): p["persisted"] for i, p in self.picks.items()
-            }
+            picks = {i: p for i, p in self.picks.items() if self.items[i].kind == "triton"}
+            triton = {shape_text(self.items[i].shape): p["pick"] for i, p in picks.items()}
+            persisted = {shape_text(self.items[i].shape): p["persisted"] for i, p in picks.items()}
             ran = {k: w for k, w in self.workers.items() if w.head or w.done or w.end}
             return SweepResult(
                 **{k: heads[0][k] for k in HEAD},
@@ -175,13 +189,15 @@ class WorkQueue:
                 timings=self._timings(ran),
                 complete=self.finished and self.failed is None,
                 notes=list(self.notes),
+                problems=dict(self.problems),
+                strategy=self.strategy,
                 shards=[self._shard(k, w) for k, w in ran.items()] if len(ran) > 1 else None,
             )
 
     def progress(self) -> dict:
         with self.lock:
-            done = sum(1 for i in self.items if i.row is not None and self._is_done(i.id))
-            total = sum(1 for i in self.items if i.row is not None)
+            done = sum(1 for i in self.items if i.kind == "config" and self._is_done(i.id))
+            total = sum(1 for i in self.items if i.kind == "config")
         return {"event": "progress", "done": done, "total": total}
 
     # -- inside the lock ------------------------------------------------------------------------
@@ -203,36 +219,51 @@ class WorkQueue:
         shape = event["shape"]
         text = shape_text(shape)
         if text not in self.shapes:  # a second planner (the first died) plans it alike
+            search = self._add(shape, "a search", None, "search") if event.get("search") else None
             ids = []
             for config in event["configs"]:
-                item = Item(len(self.items), shape, config["row"]["label"], config["row"])
-                self.items.append(item)
+                item = self._add(shape, config["row"]["label"], config["row"], "config")
+                item.search = search.id if search and config["todo"] else None
                 ids.append(item.id)
-                if config["todo"]:
-                    self.pending.append(item.id)
-                else:
+                if not config["todo"]:
                     self.rows[item.id] = config["row"]
+                elif search is None:
+                    self.pending.append(item.id)
             self.shapes[text] = ids
+            if search is not None:
+                self.pending.append(search.id)
+            if event.get("problem"):
+                self.problems[text] = event["problem"]
             if event.get("triton"):
-                pick = Item(len(self.items), shape, "Triton's own pick", None)
-                self.items.append(pick)
-                self.triton_items[text] = pick.id
+                self.triton_items[text] = self._add(shape, "Triton's own pick", None, "triton").id
                 self._release_pick(text)
             self.notes += [n for n in event.get("notes", []) if n not in self.notes]
         if event.get("last"):
             self.planned = True
             self.planner = None
 
+    def _add(self, shape: list, label: str, row: dict | None, kind: str) -> Item:
+        item = Item(len(self.items), shape, label, row, kind)
+        self.items.append(item)
+        return item
+
     def _done(self, worker: str, w: Worker, event: dict) -> None:
         i = event["id"]
+        if not 0 <= i < len(self.items):  # a row a search timed beyond this queue's configs
+            return
         w.held.discard(i)
         if w.running == i:
             w.running = None
-        if self._is_done(i):  # it ran again after a worker was thought lost
-            return
         item = self.items[i]
-        if item.row is None:
+        if self._is_done(i) and (item.kind != "config" or self.rows[i].get("worker") != worker):
+            return  # it ran again after a worker was thought lost: the first row stands
+        if item.kind == "triton":
             self.picks[i] = {"pick": event["pick"], "persisted": event.get("persisted", [])}
+        elif item.kind == "search":
+            self.picks[i] = {"trace": event["trace"]}
+            self.strategy = self.strategy or {**event["strategy"], "shapes": {}}
+            self.strategy["shapes"][shape_text(item.shape)] = event["trace"]
+            w.held -= {c for c in w.held if self.items[c].search == i}
         else:
             self.rows[i] = {**event["row"], "worker": worker}
             self._release_pick(shape_text(item.shape))
@@ -280,9 +311,14 @@ class WorkQueue:
         return self._record(item, "failed", problem)
 
     def _record(self, item: Item, status: str, problem: Problem) -> bool:
-        if item.row is None:  # Triton's own pick: say why it is missing
+        if item.kind == "triton":  # Triton's own pick: say why it is missing
             self.picks[item.id] = {"pick": {"label": None, "problem": problem.to_dict()}}
             self.picks[item.id]["persisted"] = []
+        elif item.kind == "search":  # what it had not decided fails with it
+            self.picks[item.id] = {"trace": {"problem": problem.to_dict()}}
+            for config in self.items:
+                if config.search == item.id and not self._is_done(config.id):
+                    self._record(config, status, problem)
         else:
             self.rows[item.id] = {**item.row, "status": status, "problem": problem.to_dict()}
             self._release_pick(shape_text(item.shape))
@@ -313,8 +349,14 @@ class WorkQueue:
     def _hand(self, name: str, w: Worker) -> dict:
         item = self.items[self.pending.popleft()]
         w.held.add(item.id)
-        if item.row is None:
+        if item.kind == "triton":
             return {"id": item.id, "shape": item.shape, "triton": True}
+        if item.kind == "search":
+            configs = [c for c in self.items if c.search == item.id]
+            w.held |= {c.id for c in configs if not self._is_done(c.id)}
+            search = [{"id": c.id, "values": c.row["values"], "row": self.rows.get(c.id)}
+                      for c in configs if c.row]  # fmt: skip
+            return {"id": item.id, "shape": item.shape, "search": search}
         return {"id": item.id, "shape": item.shape, "values": item.row["values"]}
 
     def _best(self) -> dict[str, float]:

@@ -1,9 +1,10 @@
 """The sweep job's output, typed (pure: no torch, no triton).
 
 A row stays the dict the job emits per config (`sweep.analysis.Row`): the live events, the TUI
-and the views take it as is. The explained parts (each row's "why", the per-shape picks, the
-minimal set, the counts) are recomputed from the rows by `analysis.summarize`, so `from_dict`
-takes only what the job recorded and a result that disagrees with itself does not round-trip.
+and the views take it as is. The explained parts (each row's "why", "brief" and "model", the
+per-shape picks, the minimal set, the counts) are recomputed from the rows by
+`analysis.summarize`, so `from_dict` takes only what the job recorded and a result that
+disagrees with itself does not round-trip.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from typing import Any
 
 from workbench.sweep.analysis import summarize
 
-EXPLAINED = ("shapes", "minimal_set", "summary")
+EXPLAINED = ("shapes", "minimal_set", "buckets", "summary")
 """The keys `to_dict` adds to the recorded ones (recomputed on reading)."""
-OPTIONAL = ("notes", "shards", "store_problem")
-"""Recorded keys written only when set: a sweep by one worker has no shards."""
+OPTIONAL = ("notes", "shards", "store_problem", "device", "problems", "strategy", "buckets")
+"""Recorded keys written only when set: a sweep by one worker has no shards, an exhaustive one no
+strategy, a one-shape one no buckets, and one recorded before the static model has no device or
+problem facts."""
 
 
 @dataclass
@@ -38,6 +41,12 @@ class SweepResult:
     triton: dict[str, dict] = field(default_factory=dict)
     """Shape -> Triton's own autotuner pick there (`sweep.timing.triton_pick`)."""
     persisted: dict[str, list[dict]] = field(default_factory=dict)
+    device: dict = field(default_factory=dict)
+    """The GPU's SM count, and the ridge of its measured ceilings when a bench had measured them
+    (`sweep.facts.device`); the static model reads published figures for what is missing."""
+    problems: dict[str, dict] = field(default_factory=dict)
+    """Shape -> the kernel's integer arguments, the reference's FLOPs and the inputs' element
+    size (`sweep.facts.problem`): what tells the model a GEMM and its M, N, K."""
     timings: dict[str, float] = field(default_factory=dict)
     running: dict | None = None
     """The config being timed (shape, label, values): what a killed run names for --resume."""
@@ -49,9 +58,14 @@ class SweepResult:
     plot: str | None = None
     """The PNG drawn beside the runs (None in the job's own result, or with nothing timed)."""
     store_problem: dict | None = None
+    strategy: dict | None = None
+    """A search strategy's sweep: its name, budget, seed, and per shape its start, timings and
+    seconds (`sweep.strategy`); None: every config timed."""
     shapes: dict[str, dict] = field(default_factory=dict)
     """Shape -> best, best_ms, ranked, triton, finding (`analysis.summarize`)."""
     minimal_set: dict[str, list] = field(default_factory=dict)
+    buckets: dict = field(default_factory=dict)
+    """Which shapes can share an autotune key bucket (`analysis.buckets`)."""
     summary: dict[str, Any] = field(default_factory=dict)
 
     def record(self) -> dict:
@@ -60,7 +74,8 @@ class SweepResult:
         return {k: v for k, v in out.items() if k not in OPTIONAL or v}
 
     def to_dict(self) -> dict:
-        return {**self.record(), **{k: getattr(self, k) for k in EXPLAINED}}
+        explained = {k: getattr(self, k) for k in EXPLAINED}
+        return {**self.record(), **{k: v for k, v in explained.items() if k not in OPTIONAL or v}}
 
     @classmethod
     def from_dict(cls, d: dict) -> SweepResult:

@@ -31,9 +31,12 @@ LOSER = 0.10
 """...or once the config's 20th percentile is 10 % above the best median so far."""
 
 
-def adaptive_ms(fn: Callable[[], Any], best_ms: float | None = None) -> dict:
+def adaptive_ms(
+    fn: Callable[[], Any], best_ms: float | None = None, samples: int | None = None
+) -> dict:
     """Median, p20, p80 ms of fn with L2 flushed before each call; samples until the median is
-    known to PRECISION, the config is clearly slower than `best_ms`, or BUDGET_MS is spent."""
+    known to PRECISION, the config is clearly slower than `best_ms`, or BUDGET_MS is spent.
+    `samples`: a light timing of exactly that many (successive halving's first rounds)."""
     import torch
 
     flush = torch.empty(FLUSH_BYTES, dtype=torch.int8, device="cuda")
@@ -44,9 +47,10 @@ def adaptive_ms(fn: Callable[[], Any], best_ms: float | None = None) -> dict:
     spent = 0.0
     stop = ""
     while not stop:
+        batch_size = BATCH if samples is None else min(BATCH, samples - len(times))
         pairs = [
             (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-            for _ in range(BATCH)
+            for _ in range(batch_size)
         ]
         for start, end in pairs:
             flush.zero_()
@@ -57,9 +61,13 @@ def adaptive_ms(fn: Callable[[], Any], best_ms: float | None = None) -> dict:
         batch = [s.elapsed_time(e) for s, e in pairs]
         times += batch
         spent += sum(batch)
-        stop = _stop(times, spent, best_ms)
+        if samples is None:
+            stop = _stop(times, spent, best_ms)
+        elif len(times) >= samples:
+            stop = "light"
     p20, p50, p80 = _quantiles(times)
-    return {"ms": p50, "p20": p20, "p80": p80, "samples": len(times), "stop": stop}
+    calls = WARMUP_CALLS + len(times)
+    return {"ms": p50, "p20": p20, "p80": p80, "samples": len(times), "calls": calls, "stop": stop}
 
 
 def _quantiles(times: list[float]) -> tuple[float, float, float]:

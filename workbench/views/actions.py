@@ -521,12 +521,10 @@ def verdict_lines(kind: str, result: Any) -> list[str]:
 
 
 def sweep_lines(result: SweepResult) -> list[str]:
+    from workbench.sweep import analysis
+
     summary = result.summary
-    counts = ", ".join(
-        f"{summary[k]} {k}"
-        for k in ("ok", "static", "pruned", "wrong", "failed", "timeout")
-        if summary.get(k)
-    )
+    counts = ", ".join(f"{summary[k]} {k}" for k in analysis.STATUSES if summary.get(k))
     head = (
         f"sweep {result.kernel}: {summary['configs']} config(s) x {len(result.shapes)} "
         f"shape(s) ({counts}), {result.mode}"

@@ -9,8 +9,9 @@ from typing import Any
 
 from workbench.diagnosis.facts import Diagnosis
 from workbench.diagnosis.finding import Finding
+from workbench.ir.config import shared_values
 from workbench.loop.trial import Side, Trial, alternatives
-from workbench.views.text import fmt, kv, shared_values, short_label, table
+from workbench.views.text import fmt, kv, short_label, table
 
 FINDING_HEADERS = ("#", "severity", "gain", "pitfall", "where")
 EVIDENCE_SKIP = (

@@ -66,15 +66,6 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
-def shared_values(configs: Sequence[dict | None]) -> dict:
-    """The K=V values every config has alike (of two or more): said once, so that each config
-    is named by what differs (full labels grew too wide to tell configs apart)."""
-    values = [c or {} for c in configs]
-    if len(values) < 2:
-        return {}
-    return {k: v for k, v in values[0].items() if all(k in o and o[k] == v for o in values)}
-
-
 def short_label(values: dict | None, label: str, shared: dict) -> str:
     """`label` without the `shared` values."""
     if not shared or not values:
