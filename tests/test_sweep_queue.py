@@ -22,6 +22,7 @@ from workbench.catalog.discovery import discover
 from workbench.run.store import Store
 from workbench.sweep import spread
 from workbench.sweep.queue import END, TRIES, WorkQueue
+from workbench.sweep.result import SweepResult
 
 UNEVEN = str(FIXTURES / "sweep_uneven.py")
 THREE_NAME = str(FIXTURES / "sweep_three_name.py")
@@ -35,7 +36,8 @@ VOLATILE = ("compile_s", "worker", "why", "hash")
 
 def _head(gpu: str | None = "NVIDIA H200", index: str = "0") -> dict:
     return dict(kernel="k", mode="gpu", arch="sm_90", gpu=gpu, gpu_index=index, host="h",
-                triton_version="3.9.0", dtype="float16", space="own", jobs=2)  # fmt: skip
+                triton_version="3.9.0", dtype="float16", space="own", jobs=2,
+                device={})  # fmt: skip
 
 
 def _blank(shape: list, block: int) -> dict:
@@ -136,8 +138,36 @@ def test_triton_pick_waits_for_its_shapes_rows_then_goes_first():
     assert second["items"][0] == {"id": 1, "shape": [8], "triton": True}
     assert second["best"] == {"8": 1.0}
     pick = {"label": "BLOCK=16", "seconds": 1.9, "timings": {}}
-    work.on_event("a", {"event": "triton", "id": 1, "pick": pick, "persisted": []})
+    work.on_event("a", {"event": "triton", "shape": "8", "pick": pick, "persisted": []})
     assert work.record().triton == {"8": pick}
+
+
+def test_a_strategys_search_takes_its_shape_whole_and_is_taken_up_again_with_its_rows():
+    work = WorkQueue(120.0)
+    work.on_event("a", {"event": "ready", "head": _head()})
+    _ask(work, "a", 4)
+    work.on_event("a", {**_plan([8], [16, 32, 64]), "search": True})
+    [(_, handed)] = _ask(work, "a", 4)
+    [search] = handed["items"]  # one item for the shape, whatever the pool could take
+    assert [c["values"]["BLOCK"] for c in search["search"]] == [16, 32, 64]
+    first = search["search"][0]
+    work.on_event("a", _timed({**first, "shape": [8]}, 2.0))
+    work.on_event("a", _timed({**first, "shape": [8]}, 1.5))  # a later round of the same config
+    assert work.record().rows[0]["ms"] == 1.5
+    work.on_event("a", {"event": "running", "id": search["search"][1]["id"]})
+    work.ended("a", "crash")
+    work.on_event("b", {"event": "ready", "head": _head()})
+    [(_, again)] = _ask(work, "b", 4)
+    [search] = again["items"]
+    assert search["search"][0]["row"]["ms"] == 1.5  # what the first search timed answers again
+    assert [c["row"] for c in search["search"][1:]] == [None, None]
+    for config in search["search"][1:]:
+        work.on_event("b", _timed({**config, "shape": [8]}, 3.0))
+    trace = {"configs": 3, "timed": 3}
+    strategy = {"name": "random", "budget": {"evaluations": 3}, "seed": 0}
+    work.on_event("b", {"event": "searched", "id": search["id"], "strategy": strategy,
+                        "trace": trace})  # fmt: skip
+    assert work.finished and work.record().strategy == {**strategy, "shapes": {"8": trace}}
 
 
 def test_workers_on_different_gpu_models_end_the_sweep_before_any_row():
@@ -188,8 +218,10 @@ def test_a_slow_config_holds_no_other_config_back(tmp_path, one_worker):
     assert result.complete and _same(result.rows) == _same(one_worker)
     assert [o.job.kind for o in outcomes] == ["sweep-worker", "sweep-worker", "sweep"]
     assert {s["gpu_index"] for s in result.shards} == {"0", "1"}
-    saved = json.loads((Path(outcomes[-1].run_dir) / "sweep.json").read_text())
-    assert _same(saved["rows"]) == _same(one_worker) and saved["complete"]
+    saved = SweepResult.from_dict(
+        json.loads((Path(outcomes[-1].run_dir) / "sweep.json").read_text())
+    )
+    assert _same(saved.rows) == _same(one_worker) and saved.complete
     [stored] = Store().history("sweep_uneven", kind="sweep")
     assert stored.id == outcomes[-1].run_id and stored.status == "ok"
     assert stored.params["workers"] == [o.run_id for o in outcomes[:2]]
