@@ -4,14 +4,14 @@ benchmarks/sweep_moe.py over its auto space (162 configs, about 140 left after p
 token counts from 1 to 4096, about 2,900 (shape, config) pairs, Triton's own pick skipped.
 
 A first run on every GPU compiles the space into the kernel's Triton cache (its numbers are kept
-as "cold"); then each run is warm: 1 GPU, 2, 4, ... (every power of two up to the GPUs present,
-and all of them), the same over `--cluster local`, and once more on all GPUs with the last GPU's
-worker killed (SIGKILL) once a quarter of the rows are in, to show its configs re-run elsewhere.
-Every run must give the one-GPU run's rows (the same configs, each with the same status) and its
-winners (each shape's best, or one within noise of it). sweep_s is the timing phase: the queue's
-wall time from the first item handed out to the last row in. Each run's JSON and log, and the
-report (ratios to one GPU), are packed into DIR/sweep_gpus.tgz; a step that would overrun
---budget-s (the device tool's 10 minutes less a margin) is skipped and said so.
+as "first": cold on a fresh host); then each run is warm: 1 GPU, 2, 4, ... (every power of two up
+to the GPUs present, and all of them), the same over `--cluster local`, and once more on all GPUs
+with the last GPU's worker killed (SIGKILL) once a quarter of the rows are in, to show its configs
+re-run elsewhere. Every run must give the one-GPU run's rows (the same configs, each with the same
+status) and its winners (each shape's best, or one within noise of it). sweep_s is the timing
+phase: the queue's wall time from the first item handed out to the last row in. Each run's JSON
+and log, and the report (ratios to one GPU), are packed into DIR/sweep_gpus.tgz; a step that would
+overrun --budget-s (the device tool's 10 minutes less a margin) is skipped and said so.
 
     python benchmarks/sweep_gpus.py --out DIR [--tokens 1,16,256,4096] [--budget-s 520]
 """
@@ -55,7 +55,7 @@ def main() -> None:
     gpus = bench.gpus()
     counts = sorted({c for c in (1, 2, 4, 8, 16) if c <= len(gpus)} | {len(gpus)})
     every = ",".join(gpus)
-    bench.run("cold_all", ["--gpus", every], estimate=0)
+    bench.run("first", ["--gpus", every], estimate=0)
     for c in counts:
         bench.run(f"gpus_{c}", ["--gpus", ",".join(gpus[:c])], estimate=bench.guess(c))
     if importlib.util.find_spec("ray") is None:
@@ -83,12 +83,12 @@ class Bench:
         return [index.strip() for index, _ in found]
 
     def guess(self, gpus: int) -> float:
-        """Seconds a warm run on `gpus` GPUs should take, from the one-GPU run (or the cold one)."""
+        """Seconds a warm run on `gpus` GPUs should take, from the one-GPU run (or the first)."""
         runs = self.report["runs"]
         if "gpus_1" in runs:
             return runs["gpus_1"]["wall_s"] / gpus + 20
-        cold = runs.get("cold_all", {})
-        return cold.get("wall_s", 0.0) * len(self.report["gpus"]) / gpus
+        first = runs.get("first", {})
+        return first.get("wall_s", 0.0) * len(self.report["gpus"]) / gpus
 
     def run(self, name: str, args: list[str], estimate: float, kill: str | None = None) -> None:
         spent = time.monotonic() - self.start

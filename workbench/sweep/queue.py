@@ -81,6 +81,9 @@ class WorkQueue:
         self.picks: dict[int, dict] = {}
         """Triton's pick or a search's trace, by its item."""
         self.problems: dict[str, dict] = {}
+        self.best: dict[str, float] = {}
+        """Each shape's fastest time so far: a worker stops timing a clear loser sooner."""
+        self.configs = 0
         self.strategy: dict | None = None
         self.shapes: dict[str, list[int]] = {}
         """Shape -> its config items' ids, in plan order."""
@@ -196,9 +199,7 @@ class WorkQueue:
 
     def progress(self) -> dict:
         with self.lock:
-            done = sum(1 for i in self.items if i.kind == "config" and self._is_done(i.id))
-            total = sum(1 for i in self.items if i.kind == "config")
-        return {"event": "progress", "done": done, "total": total}
+            return {"event": "progress", "done": len(self.rows), "total": self.configs}
 
     # -- inside the lock ------------------------------------------------------------------------
 
@@ -223,6 +224,7 @@ class WorkQueue:
             ids = []
             for config in event["configs"]:
                 item = self._add(shape, config["row"]["label"], config["row"], "config")
+                self.configs += 1
                 item.search = search.id if search and config["todo"] else None
                 ids.append(item.id)
                 if not config["todo"]:
@@ -265,7 +267,10 @@ class WorkQueue:
             self.strategy["shapes"][shape_text(item.shape)] = event["trace"]
             w.held -= {c for c in w.held if self.items[c].search == i}
         else:
-            self.rows[i] = {**event["row"], "worker": worker}
+            row = self.rows[i] = {**event["row"], "worker": worker}
+            if row["status"] == analysis.TIMED and row.get("ms") and row.get("stop") != "light":
+                text = shape_text(item.shape)
+                self.best[text] = min(self.best.get(text, row["ms"]), row["ms"])
             self._release_pick(shape_text(item.shape))
         w.done += 1
         if self.finished and self.finished_at is None:
@@ -341,7 +346,7 @@ class WorkQueue:
                 w.asking = 0
             elif self.pending:
                 handed = [self._hand(name, w) for _ in range(min(w.asking, len(self.pending)))]
-                out.append((name, {"items": handed, "best": self._best()}))
+                out.append((name, {"items": handed, "best": dict(self.best)}))
                 w.asking = 0
                 self.first_handed = self.first_handed or time.monotonic()
         return out
@@ -358,15 +363,6 @@ class WorkQueue:
                       for c in configs if c.row]  # fmt: skip
             return {"id": item.id, "shape": item.shape, "search": search}
         return {"id": item.id, "shape": item.shape, "values": item.row["values"]}
-
-    def _best(self) -> dict[str, float]:
-        """Each shape's fastest time so far: a worker stops timing a clear loser sooner."""
-        best: dict[str, float] = {}
-        for row in self.rows.values():
-            if row["status"] == analysis.TIMED and row.get("ms"):
-                text = shape_text(row["shape"])
-                best[text] = min(best.get(text, row["ms"]), row["ms"])
-        return best
 
     def _timings(self, ran: dict[str, Worker]) -> dict[str, float]:
         """Each worker phase as long as its slowest worker (they run side by side); start_s

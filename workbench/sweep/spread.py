@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,6 +28,8 @@ from workbench.sweep.result import SweepResult
 RETRIES = 5
 """Workers started again on one GPU after one died there, before that GPU is given up."""
 CONFIG_TIMEOUT = 120.0
+SAVE_S = 1.0
+"""How often sweep.json is written while rows land (each write holds every row so far)."""
 Start = Callable[[str, threading.Event], jobs.Outcome]
 """Run one worker named so to its end (stopped early when the event is set)."""
 
@@ -115,6 +118,7 @@ class Runner:
         self.stops: list[threading.Event] = []
         self.outcomes: list[jobs.Outcome] = []
         self.lock = threading.Lock()
+        self.unsaved = threading.Event()
 
     def link(self, worker: str, send: Callable[[dict], object]) -> None:
         """How to reach `worker` (before it can speak)."""
@@ -125,8 +129,8 @@ class Runner:
         """One event of `worker`'s, in the thread that follows it."""
         self._send(self.queue.on_event(worker, event))
         kind = event.get("event")
-        if kind in ("config", "triton"):
-            self._save()
+        if kind in ("config", "triton", "searched"):
+            self.unsaved.set()
         if self.on_event is None:
             return
         if kind == "config":
@@ -140,12 +144,16 @@ class Runner:
         threads = [threading.Thread(target=self._slot, args=item) for item in slots.items()]
         for thread in threads:  # all at once: each worker's imports overlap the others'
             thread.start()
+        saved = time.monotonic()
         for thread in threads:
             while thread.is_alive():
                 thread.join(0.2)
                 if self.cancel.is_set():
                     for stop in list(self.stops):
                         stop.set()
+                if self.unsaved.is_set() and time.monotonic() - saved >= SAVE_S:
+                    self._save()
+                    saved = time.monotonic()
         return self._end()
 
     def _slot(self, name: str, start: Start) -> None:
@@ -169,7 +177,9 @@ class Runner:
                 send(message)
 
     def _save(self) -> None:
-        """sweep.json as it stands (rows in plan order): a cancel or a kill keeps it."""
+        """sweep.json as it stands (rows in plan order): a cancel or a kill keeps it, but for
+        the last second's rows (a write per row would hold every row so far, each time)."""
+        self.unsaved.clear()
         record = self.queue.record()
         if record is None:
             return
