@@ -133,6 +133,15 @@ def test_list_names_what_runs_here_and_gpu_actions_refuse_up_front():
     out = cli("cache", "verify", "vector_add", env={"WORKBENCH_DEVICE": "cpu"})
     assert out.returncode == 2 and out.stdout == "" and "error (usage)" in out.stderr
     assert "needs a CUDA GPU" in out.stderr and time.monotonic() - start < 20
+    for args in (  # every GPU action refused here says it is a matter of usage
+        ["bench", "vector_add"],
+        ["profile", "vector_add", "--tool", "ncu"],
+        ["sweep", "vector_add", "--gpus", "all"],
+        ["diagnose", "vector_add", "--try", "register-spill"],
+    ):
+        out = cli(*args, env={"WORKBENCH_DEVICE": "cpu"})
+        assert out.returncode == 2 and "error (usage): `" in out.stderr, (args, out.stderr)
+        assert "needs a CUDA GPU" in out.stderr, args
 
 
 def test_an_unwritable_out_folder_is_refused_naming_the_flag(tmp_path, _reports):
@@ -190,6 +199,7 @@ def test_argument_errors_say_usage_and_the_remedy():
         ["ir", "vector_add", "--arch", "foo"],
         ["bench", "vector_add", "--shape", "12xq"],
         ["ir", "vector_add", "--config", "foo"],
+        ["ir", "vector_add", "--line", "0"],
         ["check"],
     ):
         out = cli(*args)

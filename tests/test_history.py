@@ -169,3 +169,25 @@ def test_history_command_shows_the_trend_and_flags_the_regression():
     assert {r["dtype"] for r in data["regressions"]} == {"float32", "float16", "bfloat16"}
     assert [len(c["points"]) for c in data["cases"]] == [4, 4, 4]
     assert data["cases"][0]["verdict"] == "REGRESSION"
+
+
+def test_history_lists_every_kind_of_run_with_its_verdict():
+    """A diagnosis made here on CPU (it records its check and compile as runs of their own) and
+    the trial measured on the H100 (tests/fixtures): `history NAME` lists each, newest first,
+    and `--kind diagnose` the diagnosis and its trial."""
+    out = cli("diagnose", "pitfall_tail")
+    assert out.returncode == 0, out.stderr
+    trial = json.loads((FIXTURES / "diagnose_h100" / "spill_try.json").read_text())["trial"]
+    put("diagnose-try", "pitfall_tail", trial, time.time() + 1)
+    listed = cli("history", "pitfall_tail")
+    assert listed.returncode == 0, listed.stderr
+    rows = [line.split()[3:] for line in listed.stdout.splitlines()[4:] if line.strip()]
+    kinds = [r[0] for r in rows]
+    assert kinds[0] == "diagnose-try" and sorted(kinds[1:]) == ["check", "diagnose", "ir"]
+    said = {r[0]: " ".join(r[4:]) for r in rows}
+    assert said["diagnose-try"] == "fix kept: 5.57x faster"
+    assert said["diagnose"] == "first no-boundary-mask, 1 above info"
+    assert said["check"] == "NOT correct: tail not covered (missing mask)"
+    assert said["ir"] == "1 of 1 compiled for sm_90"
+    only = cli("history", "pitfall_tail", "--kind", "diagnose").stdout.splitlines()[4:]
+    assert [line.split()[3] for line in only] == ["diagnose-try", "diagnose"]

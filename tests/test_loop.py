@@ -117,3 +117,54 @@ def test_a_config_trial_names_what_changed_and_says_the_rest_once():
     rows = {line.split()[0]: line.split()[1] for line in text.splitlines()[3:5]}
     assert rows == {"before": "BLOCK_M=256", "after": "BLOCK_M=128"}
     assert "both: HAS_BIAS=False" in text and "num_warps=4" in text
+
+
+def _h100_facts(name: str):  # type: ignore[no-untyped-def]
+    import gzip
+
+    from workbench.diagnosis.facts import Facts
+
+    with gzip.open(H100 / "facts_h100.json.gz", "rt") as f:
+        return Facts.from_dict(json.load(f)[name]["facts"])
+
+
+def test_routing_after_a_kept_fix_is_read_from_the_timing_with_the_fix():
+    """The spilling matmul's facts and its trial, both measured on the H100: 7.23x slower than
+    torch as launched, 5.57x faster with BLOCK_M=128. After the trial the routing reads the
+    kernel with that config (0.14x * 5.57 = 0.77x torch) and says so; a trial whose fix was not
+    kept leaves the advice as it was, labelled as the kernel as launched."""
+    from workbench.diagnosis import diagnose
+    from workbench.loop.diagnose import reroute
+
+    facts = _h100_facts("pitfall_spill")
+    diagnosis = diagnose(facts)
+    before = diagnosis.routing
+    assert before.startswith("use the library call: torch runs 7.23x faster than this kernel")
+    trial = Trial.from_dict(json.loads((H100 / "spill_try.json").read_text())["trial"])
+    reroute(diagnosis, facts, trial)
+    assert diagnosis.routing == (
+        "with the fix kept (BLOCK_M=128, 5.57x faster in the trial): use the library call: "
+        "torch runs 1.30x faster than this kernel (0.77x torch, at 0.73x of the measured "
+        "matmul rate)"
+    )
+    trial.after = Side(trial.after.label, trial.before.ms * 2, True, trial.after.values)
+    assert trial.kept is trial.before  # slower: not kept
+    reroute(diagnosis, facts, trial)
+    assert diagnosis.routing == f"as launched (the fix tried, BLOCK_M=128, was not kept): {before}"
+
+
+def test_routing_after_a_graph_replay_kept_is_not_the_replay_advice_again():
+    """The launch-bound chain on the H100: as launched, "keep it, replayed from one CUDA graph";
+    once the trial kept the replay (16.4x), the routing reads the replayed timing."""
+    from workbench.diagnosis import diagnose
+    from workbench.loop.diagnose import reroute
+
+    facts = _h100_facts("pitfall_launch_bound")
+    diagnosis = diagnose(facts)
+    assert diagnosis.routing.startswith("keep it, replayed from one CUDA graph: 2.20x torch")
+    trial = Trial.from_dict(json.loads((H100 / "launch_bound_try.json").read_text())["trial"])
+    reroute(diagnosis, facts, trial)
+    assert diagnosis.routing.startswith(
+        "with the fix kept (replayed from one CUDA graph, 16.40x faster in the trial): keep the "
+        "Triton kernel: 1.77x torch"
+    )

@@ -10,11 +10,13 @@ import importlib.util
 import io
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import AsyncIterator, Sequence
 
-from conftest import FAULTY, FIXTURES, ROOT
+from conftest import FAULTY, FIXTURES, ROOT, cli
+from rich.text import Text
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
@@ -113,11 +115,12 @@ async def until(pilot, done, timeout: float = 10.0) -> None:  # type: ignore[no-
 
 
 def text(widget: Static) -> str:
-    """A Static's content as plain text, whatever renderable it holds."""
+    """A Static's content as plain text, whatever renderable it holds: for a PlainStatic, the
+    text it was given, before it was wrapped to the widget's width."""
     from rich.console import Console
 
     console = Console(width=400, record=True, file=io.StringIO())
-    console.print(widget.content)
+    console.print(getattr(widget, "source", widget.content))
     return console.export_text()
 
 
@@ -369,6 +372,100 @@ async def test_ir_sweep_and_cache_of_one_kernel_then_its_file_changes(tmp_path, 
         assert app.screen.query_one(KernelList).get_row_at(0)[5] == "edited"
 
 
+async def test_esc_on_the_ir_tab_leaves_the_selection_and_goes_back_to_the_kernel_list():
+    """Tab from the IR code lands in the kernel filter: a stage key typed there by mistake
+    filters every kernel away, and esc brings them back with the kernel selected before, not
+    the first. Esc closes the IR search, then goes back to the list; `/` searches the IR
+    wherever the focus is; a kernel without IR shows no other kernel's file or stage."""
+    from workbench.tui.widgets.code_view import CodeView
+
+    ir = json.loads((FIXTURES / "ir_gpu_pitfall_spill.json").read_text())["result"]
+    record("ir", "pitfall_spill", ir)  # on the H100
+    async with opened([PITFALLS]) as (app, pilot):
+        await select(app, pilot, "pitfall_spill")
+        await show(app, pilot, "ir")
+        kernels, pane = app.screen.query_one(KernelList), app.screen.pane("ir")
+        await pilot.press("enter", "tab", "tab")  # into the tab, past the IR code
+        assert app.screen.query_one("#filter").has_focus
+        await pilot.press("right_square_bracket")  # meant for the IR: no kernel matches "]"
+        assert kernels.selected is None
+        await pilot.press("escape")
+        assert kernels.has_focus and kernels.row_count == len(app.catalog.kernels)
+        assert kernels.selected.name == "pitfall_spill"
+        app.screen.query_one("#filter").focus()  # a filter typed and kept (enter) ...
+        await pilot.press(*"tail", "enter", "down")
+        assert kernels.selected.name == "pitfall_tail_fixed"
+        await pilot.press("enter", "tab", "tab", "x", "escape")  # ... then a stray key: esc
+        assert kernels.selected.name == "pitfall_tail_fixed"  # comes back to the kernel kept
+        await select(app, pilot, "pitfall_spill")
+        await pilot.press("slash", *"spill")  # from the list: the IR's search, not the filter
+        search = pane.query_one("#ir-search")
+        assert search.has_focus and not app.screen.query_one("#filter").value
+        await pilot.press("escape")
+        assert not search.display and pane.query_one("#ir-code").has_focus
+        for _ in range(2):  # back to the list; then nothing is left to close, nothing moves
+            await pilot.press("escape")
+            assert kernels.has_focus and kernels.selected.name == "pitfall_spill"
+        assert pane.query_one("#ir-code", CodeView).border_title.startswith("ttir: ")
+        await select(app, pilot, "pitfall_spill_fixed")
+        assert [v.border_title for v in pane.query(CodeView)] == ["", ""]
+
+
+async def test_at_100x30_no_line_is_cut_mid_word():
+    """On a 100x30 terminal: the footer shows whole keys (`?` first), the help screen wraps its
+    prose in columns that fit, the Check tab cuts a long note at a word with the whole note
+    below the table and scrolls a head too long for half the pane, and texts wrap at words
+    with their continuations indented (a config's K=V list breaks after a comma): the CPU check
+    of pitfall_tail and the H100 diagnosis of pitfall_spill, as stored."""
+    from test_tui_snapshots import _h100_diagnosis
+
+    check = json.loads((FIXTURES / "report" / "check_cpu_pitfall_tail.json").read_text())
+    record("check", "pitfall_tail", check["result"])
+    record("diagnose", "pitfall_spill", _h100_diagnosis("pitfall_spill"))
+    async with opened([PITFALLS], size=(100, 30)) as (app, pilot):
+        footer = app.screen.query_one("Footer")
+        await until(pilot, lambda: any(not k.display for k in footer.query("FooterKey")))
+        keys = list(footer.query("FooterKey"))
+        palette = next(k for k in keys if k.has_class("-command-palette"))
+        shown = [k for k in keys if k.display and k is not palette]
+        assert shown[0].key == "question_mark"
+        assert all(k.region.right <= palette.region.x for k in shown)
+
+        await pilot.press("question_mark")
+        await pilot.pause(0.3)
+        table = app.screen.query_one("#help-keys", DataTable)
+        assert table.virtual_size.width <= table.size.width  # every column in view
+        first = [str(c) for c in table.get_row_at(0)]  # `?`: its help wraps at words, indented
+        assert first[0] == "?" and "\n" in first[1]
+        assert first[1].replace("\n  ", " ") == "every key, what it does and what is greyed here"
+        assert table.rows[table.coordinate_to_cell_key((0, 0)).row_key].height > 1
+        await pilot.press("escape")
+
+        await select(app, pilot, "pitfall_tail")
+        await show(app, pilot, "check")
+        cases = app.screen.pane("check").query_one("#cases", DataTable)
+        notes = column(cases, 9)
+        long = next(c for c in check["result"]["cases"] if len(c["reason"]) > 40)
+        assert notes[6].endswith("…") and long["reason"].startswith(notes[6][:-1].rstrip())
+        assert notes[6][-2] != " " and notes[6][:-1] + " " in long["reason"] + " "  # at a word
+        below = text(app.screen.pane("check").query_one("#case-note", Static))
+        assert long["reason"] in below.replace("\n", " ")
+        head = app.screen.pane("check").query_one(".head-box")  # a long head scrolls, the
+        assert head.max_scroll_y > 0 and cases.size.height >= 4  # table keeps its rows in view
+
+        await select(app, pilot, "pitfall_spill")
+        await show(app, pilot, "diagnosis")
+        detail = app.screen.pane("diagnosis").query_one("#diagnosis-detail", Static)
+        width = detail.size.width
+        lines = detail.content.plain.split("\n")
+        assert width and all(len(line) <= width for line in lines), (width, lines)
+        from workbench.tui.widgets.plain import wrapped
+
+        assert wrapped(Text(text(detail).rstrip("\n")), width).plain.split("\n") == lines
+        evidence = next(i for i, line in enumerate(lines) if "evidence: " in line)
+        assert lines[evidence + 1].startswith("     ")  # under `evidence:`, two further in
+
+
 async def test_x_stops_a_cache_job_midway_and_the_scan_stays(tmp_path, monkeypatch):
     """`x` kills a running cache job's child as it does any other job's (the keys of a kernel
     whose wrapper hangs are never recomputed); the Cache tab shows the scan read before it,
@@ -470,9 +567,11 @@ async def test_bench_tab_shows_the_stored_h100_bench_and_b_is_greyed_here():
         assert "stored run bench-vector_add" in head(app, "bench")
 
 
-async def test_history_tab_marks_a_regression_beyond_the_noise():
-    """Three H100 bench runs of vector_add, the newest float32 case 30 % slower: `h` shows the
-    times per case across runs with that case marked, as `history NAME --trend` does."""
+async def test_history_tab_lists_every_run_newest_first_as_history_prints_them():
+    """Runs of every kind, newest first, each with its verdict (a resources run made here on
+    CPU, a failed check, H100 bench runs), the same rows `history NAME` prints; below them the
+    bench times per case across runs, the newest float32 case 30 % slower marked as `history
+    NAME --trend` marks it."""
     for n, scale in enumerate((1.0, 1.01, 1.3)):
         result = h100_bench()
         for r in result["records"]:
@@ -480,12 +579,26 @@ async def test_history_tab_marks_a_regression_beyond_the_noise():
                 for k in ("ms", "ms_p20", "ms_p80"):
                     r[k] *= scale
         record("bench", "vector_add", result, started=time.time() - 3600 + n, run_id=f"b{n}")
+    record("check", "vector_add", check_result("vector_add", ["passed", "failed"]), run_id="c")
     async with opened() as (app, pilot):
         await select(app, pilot, "vector_add")
         await show(app, pilot, "history", "h")
+        await pilot.press("s")  # resources, cross-compiled here: the History tab reads it anew
+        await settle(app, pilot)
+        await show(app, pilot, "history", "h")
+        await until(pilot, lambda: "5 run(s) of vector_add" in head(app, "history"))
         shown = head(app, "history")
+        assert "5 run(s) of vector_add, newest first: 1 resources, 1 check, 3 bench" in shown
         assert "3 bench run(s), 3 case(s): 1 regression(s) beyond the noise" in shown
         assert "regression: vector_add 268435456 float32 on NVIDIA H100" in shown
+        runs = app.screen.pane("history").query_one("#history-runs", DataTable)
+        rows = [tuple(str(c) for c in runs.get_row_at(i)) for i in range(runs.row_count)]
+        assert [r[2] for r in rows] == ["resources", "check", "bench", "bench", "bench"]
+        assert rows[0][-1] == "1 of 1 compiled for sm_90" and rows[0][4] == "cross-compile"
+        assert rows[1][-1].startswith("NOT correct") and rows[2][-1] == "3 of 3 timed"
+        printed = cli("history", "vector_add").stdout.splitlines()
+        assert printed[0] == "5 run(s) of vector_add, newest first: 1 resources, 1 check, 3 bench"
+        assert [tuple(re.split(r"\s{2,}", line)) for line in printed[4:9]] == rows, printed
         table = app.screen.pane("history").query_one("#history-cases", DataTable)
         verdicts = dict(zip(column(table, 0), column(table, 8)))
         assert verdicts["vector_add 268435456 float32"] == "REGRESSION"
@@ -493,7 +606,7 @@ async def test_history_tab_marks_a_regression_beyond_the_noise():
         sparks = text(app.screen.pane("history").query_one("#history-sparks", Static))
         assert "▁▁█" in sparks
         await select(app, pilot, "softmax")
-        assert head(app, "history").startswith("no bench runs of softmax stored")
+        assert head(app, "history").startswith("no runs of softmax stored")
 
 
 async def test_help_and_palette_come_from_the_keymap():
@@ -503,7 +616,8 @@ async def test_help_and_palette_come_from_the_keymap():
         await pilot.press("question_mark")
         await pilot.pause()
         table = app.screen.query_one("#help-keys", DataTable)
-        rows = {(r[0], r[1]): r[3] for r in (table.get_row_at(i) for i in range(table.row_count))}
+        cells = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        rows = {(r[0], r[1]): r[3] for r in cells}  # a long cell wraps: a Text, read as text
         assert len(rows) == len(keymap.keymap())
         greyed = sorted(k for (k, _), state in rows.items() if state.startswith("greyed"))
         assert greyed == sorted(k.display for k in keymap.keymap() if k.gpu)

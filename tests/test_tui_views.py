@@ -285,3 +285,55 @@ def test_a_case_of_get_inputs_is_named_by_its_tensors_shapes():
     assert case_shape(given) == "4x64x56x56, 64, scalar" == check_row(given)[2]
     assert case_shape(CaseResult("regular", [4096], "float32", "contiguous")) == "4096"
     assert case_shape(CaseResult("check", [], "as given", "contiguous")) == "-"  # stored before
+
+
+def test_a_line_is_cut_at_a_word_with_an_ellipsis_or_kept_whole():
+    from rich.text import Span, Text
+
+    from workbench.tui.widgets.plain import clipped
+    from workbench.views.text import word_cut
+
+    line = "x cancels  resources attention: 0/7 configs, 2.4 s, HEAD_DIM=64,CAUSAL=False"
+    assert word_cut(line, len(line)) == len(line)
+    assert (
+        line[: word_cut(line, 70)]
+        == "x cancels  resources attention: 0/7 configs, 2.4 s, HEAD_DIM=64,"
+    )
+    assert line[: word_cut(line, 30)] == "x cancels  resources"  # its spaces left out
+    assert word_cut("x" * 50, 20) == 19  # one word wider than the line: cut where it must
+    styled = Text("x cancels  ", "dim") + Text(line[11:], "bold")
+    shown = clipped(styled, 30)
+    assert shown.plain == "x cancels  resources…" and shown.spans[0] == Span(11, 20, "bold")
+    assert clipped(styled, 0) is styled  # no width known yet
+
+
+def test_a_wrapped_line_breaks_at_words_under_its_own_indent():
+    from workbench.views.text import hang_indent, line_spans
+
+    def wrap(line: str, width: int) -> list[str]:
+        indent = " " * hang_indent(line, width)
+        spans = line_spans(line, width)
+        return [line[a:b] if i == 0 else indent + line[a:b] for i, (a, b) in enumerate(spans)]
+
+    evidence = "   evidence: config=HAS_BIAS=False,GELU=False,BLOCK_M=256,num_warps=4, regs=255"
+    assert wrap(evidence, 40) == [
+        "   evidence: config=HAS_BIAS=False,",  # after a comma, not at the space past `evidence:`
+        "     GELU=False,BLOCK_M=256,num_warps=4,",
+        "     regs=255",
+    ]
+    assert wrap("fix: mask every tl.load and tl.store with offs < n", 24) == [
+        "fix: mask every tl.load",
+        "  and tl.store with offs",
+        "  < n",
+    ]
+    assert wrap("in /tmp/reports/runs/20261126-084808-80cca4/x", 20) == [
+        "in",
+        "  /tmp/reports/runs/",
+        "  20261126-084808-80",  # wider than a line: after a slash, else where it must
+        "  cca4/x",
+    ]
+    assert wrap("short", 40) == ["short"] and wrap("   " + "y" * 30, 10)[0] == "   yyyyyyy"
+    for width in (1, 2, 3, 7):  # every line within the width, nothing lost
+        lines = wrap(evidence, width)
+        assert all(len(line) <= width for line in lines)
+        assert "".join(line.strip() for line in lines) == evidence.replace(" ", "")

@@ -49,7 +49,12 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
     """Worker entry: params may name "shapes", "dtypes", "compile" (bool), "refresh_ceilings",
     "launches" (bool: also time one call eagerly and replayed from a CUDA graph)."""
     if ctx.device != "cuda":
-        raise fail("needs-gpu", machine.needs_gpu_message("bench"), "run bench on a GPU host")
+        raise fail(
+            "needs-gpu",
+            machine.needs_gpu_message("bench"),
+            "run bench on a GPU host",
+            source="usage",
+        )
     ceil = ceilings.get(bool(params.get("refresh_ceilings")), ctx.emit)
     compile_ref = params.get("compile", True)
     graph = bool(params.get("launches"))

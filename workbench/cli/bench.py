@@ -99,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
             "needs-gpu",
             machine.needs_gpu_message("bench"),
             "past results: `workbench history --kind bench`, or reports/<gpu>/README.md",
+            source="usage",
         )
     params = {
         "shapes": shapes or None,

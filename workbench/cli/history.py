@@ -1,18 +1,24 @@
-"""`workbench history [NAME]`: past runs from the store; with NAME (or `--trend`) the bench
-times of each case across runs, regressions flagged (`bench.history`)."""
+"""`workbench history [NAME]`: past runs of every kind from the store, newest first, each with
+its verdict; with NAME the bench times of each case across runs too, regressions flagged
+(`bench.history`); `--trend` only those."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 from workbench.bench import history
 from workbench.cli.options import add_json_option
 from workbench.profilers.saved import PROFILE_KINDS
-from workbench.run.store import RESULT_ERRORS, UNREADABLE, RunRecord, Store
-from workbench.views.actions import typed
-from workbench.views.stored import STORE_KINDS
+from workbench.run.store import Store
+from workbench.views.history import (
+    KERNEL_RUN_HEADERS,
+    RUN_HEADERS,
+    SHOWN,
+    TREND_RUNS,
+    kernel_history,
+    run_row,
+)
 from workbench.views.text import print_json, table
 
 KINDS: dict[str, tuple[str, ...]] = {
@@ -20,6 +26,9 @@ KINDS: dict[str, tuple[str, ...]] = {
     "bench": ("bench",),
     "ir": ("ir",),
     "resources": ("ir",),  # `resources` runs the ir job: one kind in the store
+    "sweep": ("sweep",),
+    "diagnose": ("diagnose", "diagnose-try"),  # a --try is a run of its own
+    "cache": ("cache",),
     "profile": PROFILE_KINDS,  # the profiled child, and reports read with --import
 }
 """What --kind accepts, and the kinds stored for each."""
@@ -33,7 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         choices=KINDS,
         help="only runs of this kind (resources and ir share one: both compile)",
     )
-    p.add_argument("--limit", type=int, default=30)
+    p.add_argument("--limit", type=int, default=SHOWN)
     p.add_argument(
         "--trend",
         action="store_true",
@@ -47,39 +56,23 @@ def run(args: argparse.Namespace) -> int:
     store = Store()
     if args.trend:
         return _trend_only(store, args)
-    records = store.history(args.name, KINDS[args.kind] if args.kind else None, args.limit)
+    kinds = KINDS[args.kind] if args.kind else None
+    found = kernel_history(store, args.name, kinds, args.limit) if args.name else None
+    records = found.runs if found else store.history(None, kinds, args.limit)
     if not records:
         print(_nothing(store, args.name, args.kind), file=sys.stderr)
     if args.json:
         print_json([r.to_dict() for r in records])
         return 0
-    if not records:
-        return 0
-    rows = [
-        (
-            r.id,
-            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started)) if r.started else "-",
-            r.kind,
-            r.kernel,
-            r.status,
-            r.mode,
-            _verdict(r),
-            f"{r.seconds:.1f}s" if r.seconds is not None else "-",
-        )
-        for r in records
-    ]
-    print(table(("run", "started", "kind", "kernel", "status", "mode", "verdict", "time"), rows))
-    if args.name and args.kind in (None, "bench"):
-        trends = history.trend(history.points(store.history(args.name, "bench", TREND_RUNS)))
-        if trends:
-            print("\nbench times per case, oldest to newest:\n" + trend_text(trends))
+    if found and records:  # one kernel's runs: named once above them, not in a column
+        print(found.summary() + "\n")
+        print(table(KERNEL_RUN_HEADERS, [run_row(r, kernel=False) for r in records]))
+    elif records:
+        print(table(RUN_HEADERS, [run_row(r) for r in records]))
+    trends = found.trends if found else []
+    if trends:
+        print("\nbench times per case, oldest to newest:\n" + trend_text(trends))
     return 0
-
-
-TREND_RUNS = 10_000
-"""Bench runs read for a trend: all of them, in practice."""
-TYPED = set(STORE_KINDS.values())
-"""Stored kinds whose result reads back typed (the others keep a dict)."""
 
 
 def _trend_only(store: Store, args: argparse.Namespace) -> int:
@@ -109,20 +102,3 @@ def _nothing(store: Store, name: str | None, kind: str | None) -> str:
     if name and name not in (kernels := store.kernels()):
         return f"no runs of {name!r} in {store.path}; kernels with runs: {', '.join(kernels)}"
     return f"no {runs}{f' of {name!r}' if name else ''} in {store.path}"
-
-
-def _verdict(r: RunRecord) -> str:
-    """correct / NOT correct for a check or bench, else the kind of its problem; "unreadable"
-    for a record that does not read back as its kind's result."""
-    if r.status == UNREADABLE:
-        return UNREADABLE
-    if r.kind in TYPED:
-        try:
-            typed(r.kind, r.result)
-        except RESULT_ERRORS:
-            return UNREADABLE
-    if r.result and "correct" in r.result:
-        return "correct" if r.result["correct"] else "NOT correct"
-    if r.problem:
-        return str(r.problem.get("kind", ""))
-    return ""

@@ -21,7 +21,7 @@ from workbench.ir.diff import diff_variants
 from workbench.ir.linemap import STAGES
 from workbench.ir.result import IrResult, IrVariant
 from workbench.run import jobs
-from workbench.runtime.errors import Problem
+from workbench.runtime.errors import Problem, fail
 from workbench.runtime.grammar import parse_settings, parse_shape
 from workbench.views.text import fmt, print_json, print_problem, print_run_end, table
 
@@ -96,6 +96,13 @@ def _progress(event: dict) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.line is not None and args.line < 1:  # line 0 would read the file's last line
+        raise fail(
+            "bad-line",
+            f"--line {args.line}: a file's lines count from 1",
+            "name a line of the kernel's function, e.g. --line 20",
+            source="usage",
+        )
     if args.diff:
         return _run_diff(args)
     outcome = _ir_job(args, args.name, [args.config] if args.config else [])

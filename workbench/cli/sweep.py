@@ -135,7 +135,9 @@ def gpus_from(text: str | None) -> list[str]:
     if not text:
         return []
     if not machine.has_gpu():
-        raise fail("needs-gpu", machine.needs_gpu_message("sweep --gpus"), "drop --gpus")
+        raise fail(
+            "needs-gpu", machine.needs_gpu_message("sweep --gpus"), "drop --gpus", source="usage"
+        )
     return spread.all_gpus() if text == "all" else [g.strip() for g in text.split(",") if g]
 
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workbench.catalog.discovery import KernelEntry
-from workbench.diagnosis import diagnose
-from workbench.diagnosis.facts import Diagnosis
+from workbench.diagnosis import diagnose, roofline, routing
+from workbench.diagnosis.facts import Diagnosis, Facts
 from workbench.loop.gather import Gathered, OnStep, Options, gather
 from workbench.loop.trial import Trial, pick, try_fix
 from workbench.run import jobs, machine, store
@@ -123,6 +123,7 @@ def _try(
         out.problems.append(exc.problem)
         return
     seconds = time.monotonic() - started
+    reroute(out.diagnosis, facts, out.trial)
     if on_step:
         on_step("try", _said(out.trial), seconds)
     problem = store.record_run(
@@ -139,6 +140,12 @@ def _try(
         result=out.trial.to_dict(),
     )
     out.problems += [problem] if problem else []
+
+
+def reroute(diagnosis: Diagnosis, facts: Facts, trial: Trial) -> None:
+    """The diagnosis's routing read again after `trial`: from the timing with its fix when the
+    fix was kept, else from the timing before it, labelled so (it was read before the trial)."""
+    diagnosis.routing = routing.advice(facts, roofline.place(facts), trial.tried())
 
 
 def _said(trial: Trial) -> str:

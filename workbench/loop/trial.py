@@ -13,6 +13,7 @@ from pathlib import Path
 
 from workbench.catalog.discovery import KernelEntry
 from workbench.diagnosis.finding import Finding
+from workbench.diagnosis.routing import Tried
 from workbench.loop.gather import result_of
 from workbench.run import jobs
 from workbench.runtime.errors import fail
@@ -60,6 +61,16 @@ class Trial:
 
     def to_dict(self) -> dict:
         return {**asdict(self), "speedup": self.speedup, "kept": asdict(self.kept or self.before)}
+
+    def tried(self) -> Tried:
+        """The trial as the routing reads it: what the fix changes (a config's changed values,
+        else its label), how much faster it ran, whether it was kept."""
+        fix = self.after or self.before
+        changed = {
+            k: v for k, v in (fix.values or {}).items() if (self.before.values or {}).get(k) != v
+        }
+        label = ",".join(f"{k}={v}" for k, v in changed.items()) or fix.label
+        return Tried(label, self.speedup, self.after is not None and self.kept is self.after)
 
     @classmethod
     def from_dict(cls, d: dict) -> Trial:

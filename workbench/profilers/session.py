@@ -88,6 +88,7 @@ def plan(entry: KernelEntry, req: Request) -> tuple[tools.Tool, list[str], dict,
             f"`profile --tool {req.tool}` needs a CUDA GPU and this machine has none",
             "run it on a GPU host; here, read a saved report with "
             "`python -m workbench profile --import FILE`",
+            source="usage",
         )
     tool = tools.find(req.tool)
     configs = configs_for(entry, req.cases)

@@ -39,7 +39,7 @@ DISPLAY = {
     "escape": "esc",
 }
 
-GLOBAL_KEYS: tuple[Key, ...] = (
+GLOBAL_KEYS: tuple[Key, ...] = (  # help first
     Key("question_mark", "help", "help", "every key, what it does and what is greyed here"),
     Key("slash", "filter", "filter", "filter the kernel list by name (esc clears)", show=False),
     Key("o", "options", "options", "choose dtype, shape set, config and arch for the actions"),
@@ -47,15 +47,22 @@ GLOBAL_KEYS: tuple[Key, ...] = (
     Key("x", "cancel", "cancel", "cancel the running job"),
     Key("S", "sort", "sort", "sort the kernel list by the next column", show=False),
     Key("r", "reload", "reload", "find the kernels again (keeps the selection)", show=False),
-    Key("escape", "back", "back", "close the filter or the IR search, leave a diff", show=False),
+    Key(
+        "escape",
+        "back",
+        "back",
+        "close the filter or the IR search, leave a diff, else back to the kernel list",
+        show=False,
+    ),
     Key("q", "app.quit", "quit", "quit (running jobs are cancelled)", id="quit"),
 )
 
 
 def keymap() -> list[Key]:
-    """Every key: the tabs' own first (they win where a key means something in a tab), then each
-    tab's run key and number, then the global keys."""
-    keys: list[Key] = []
+    """Every key: `?` first (it lists the rest: the footer never leaves it out), then the tabs'
+    own (they win where a key means something in a tab), then each tab's run key and number,
+    then the other global keys."""
+    keys: list[Key] = [GLOBAL_KEYS[0]]
     for t in TABS:
         for k in t.keys:
             args = "".join(f", {a!r}" for a in k.args)
@@ -75,7 +82,7 @@ def keymap() -> list[Key]:
         keys.append(
             Key(str(n), f"show_tab({t.id!r})", t.title, f"show {t.title}", show=False, id=f"tab{n}")
         )
-    keys += GLOBAL_KEYS
+    keys += GLOBAL_KEYS[1:]
     return [k if k.id else Key(**{**k.__dict__, "id": k.action}) for k in keys]
 
 

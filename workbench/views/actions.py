@@ -40,11 +40,19 @@ class Selection:
     """The configs a sweep runs (`sweep --space`): own, auto or neighbours."""
 
     def describe(self) -> str:
-        return (
-            f"dtype {self.dtype or 'default'} · shapes {self.shape_set or 'default'} · "
-            f"config {self.config or 'own'} · arch {self.arch or 'default'} · "
-            f"sweep space {self.space}"
-        )
+        """The choices made, the defaults left unsaid: "options: dtype float16 · arch sm_80"."""
+        chosen = [
+            f"{what} {value}"
+            for what, value in (
+                ("dtype", self.dtype),
+                ("shapes", self.shape_set),
+                ("config", self.config),
+                ("arch", self.arch),
+                ("sweep space", self.space if self.space != "own" else None),
+            )
+            if value
+        ]
+        return "options: " + (" · ".join(chosen) if chosen else "the defaults")
 
     def shapes(self, entry: KernelEntry) -> list[list[int]] | None:
         """The chosen set's shapes, None when no set is chosen (or the kernel has no such set)."""

@@ -75,32 +75,21 @@ def from_record(tab: str, rec: RunRecord) -> Finished:
     )
 
 
-TREND_RUNS = 10_000
-"""Bench runs read for a trend: all of them, in practice (as `history --trend`)."""
-
-
 def _history(entry: KernelEntry, store: Store) -> Finished | None:
-    """The kernel's bench times per case across runs (`bench.history.trend`), regressions
-    beyond the noise among them: what `workbench history NAME --trend` prints."""
-    from workbench.bench import history
+    """The kernel's newest runs of every kind and its bench times per case across runs, with
+    the regressions beyond the noise: what `workbench history NAME` prints."""
+    from workbench.views.history import kernel_history
 
-    runs = store.history(entry.name, "bench", TREND_RUNS)
-    found = history.points(runs)
-    if not found:
+    found = kernel_history(store, entry.name)
+    if not found.runs:
         return None
-    trends = history.trend(found)
-    regressed = history.regressions(found)
-    newest = max(runs, key=lambda r: r.started)
-    head = (
-        f"{len({p.run_id for p in found})} bench run(s), {len(trends)} case(s): "
-        f"{len(regressed)} regression(s) beyond the noise"
-    )
+    newest = found.runs[0]
     return Finished(
         "history",
         entry.name,
         "ok",
-        result=trends,
-        lines=[head] + [f"regression: {r.text}" for r in regressed],
+        result=found,
+        lines=found.lines(),
         run_id=newest.id,
         started=newest.started,
         stored=True,

@@ -66,6 +66,60 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+ELLIPSIS = "…"
+WORD_ENDS = frozenset(" ,;·")
+"""Where a line may be cut: after a space, a comma, a semicolon or a middle dot."""
+
+
+def word_cut(text: str, width: int) -> int:
+    """How much of `text` to show in `width` columns with an ellipsis after it: all of it when
+    it fits; else up to the end of the last word that fits whole (its trailing spaces left
+    out), and mid-word only where that would leave less than half the width."""
+    if len(text) <= width:
+        return len(text)
+    room = max(width - len(ELLIPSIS), 0)
+    ends = [i + 1 for i, c in enumerate(text[:room]) if c in WORD_ENDS]
+    cut = ends[-1] if ends and ends[-1] >= room // 2 else room
+    return len(text[:cut].rstrip(" "))
+
+
+HANG = 2
+"""How much further than its first line a wrapped line's continuations are indented."""
+
+
+def line_spans(line: str, width: int) -> list[tuple[int, int]]:
+    """Where to break `line` into lines of at most `width` columns, as (start, end) spans of
+    it; each line after the first is to be shown indented by `hang_indent(line, width)`. Breaks
+    go at a space (dropped), or after a comma or semicolon when a space would leave the line
+    less than half full (a config's K=V,... list); a word longer than a whole line is broken
+    after a slash, else where it must."""
+    spans: list[tuple[int, int]] = []
+    start, room = 0, width
+    lead = len(line) - len(line.lstrip(" "))  # no break in the first line's own indent
+    while width > 0 and len(line) - start > room:
+        window = line[start : start + room + 1]  # a space just past the room is a break too
+        space = window.rfind(" ", (lead if not spans else 0) + 1)
+        comma = max(window.rfind(",", 0, room), window.rfind(";", 0, room)) + 1
+        if space >= room // 2 or (space > 0 and space >= comma):
+            end, after = start + space, start + space + 1
+        elif comma > 0:
+            end = after = start + comma
+        else:
+            slash = window.rfind("/", 0, room) + 1
+            end = after = start + (slash if slash > 0 else room)
+        spans.append((start, len(line[:end].rstrip(" "))))
+        while after < len(line) and line[after] == " ":
+            after += 1
+        start, room = after, width - hang_indent(line, width)
+    return spans + [(start, len(line))]
+
+
+def hang_indent(line: str, width: int) -> int:
+    """The indent of a wrapped line's continuations: its own, and `HANG` more (at most half the
+    width)."""
+    return min(len(line) - len(line.lstrip(" ")) + HANG, width // 2)
+
+
 def short_label(values: dict | None, label: str, shared: dict) -> str:
     """`label` without the `shared` values."""
     if not shared or not values:

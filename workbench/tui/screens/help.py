@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from textual.binding import Binding
-from textual.widgets import DataTable
 
 from workbench.tui.screens.dialog import TableDialog
 
@@ -17,10 +16,11 @@ class HelpScreen(TableDialog[None]):
     DIALOG_ID, TABLE_ID = "help", "help-keys"
     HEADERS = ("key", "does", "where", "here")
     INTRO = "keys (ctrl+p: the command palette has every action too; esc closes)"
+    WRAPPED = {1: 0.6, 3: 0.4}
 
     def __init__(self, rows: list[tuple[str, str, str, str]]) -> None:
         super().__init__()
         self.rows = rows
 
     def fill(self) -> None:
-        self.query_one(DataTable).add_rows(self.rows)
+        self.put_rows(self.rows)

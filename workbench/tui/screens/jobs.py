@@ -19,6 +19,7 @@ class JobsScreen(TableDialog[Task | None]):
     DIALOG_ID, TABLE_ID = "jobs", "jobs-table"
     HEADERS = ("#", "job", "kernel", "state", "progress")
     INTRO = "jobs, newest first (x cancels the highlighted one, enter shows it)"
+    WRAPPED = {4: 1.0}
 
     def __init__(self, queue: JobQueue) -> None:
         super().__init__()
@@ -37,12 +38,13 @@ class JobsScreen(TableDialog[Task | None]):
     def fill(self) -> None:
         table = self.query_one(DataTable)
         row = table.cursor_row
-        table.clear()
+        rows = []
         for t in self.tasks():
             state = (
                 t.finished.status if t.finished and t.state not in (QUEUED, RUNNING) else t.state
             )
-            table.add_row(str(t.id), t.action, t.kernel.name, state, t.describe().split(": ", 1)[1])
+            rows.append((str(t.id), t.action, t.kernel.name, state, t.describe().split(": ", 1)[1]))
+        self.put_rows(rows)
         if table.row_count:
             table.move_cursor(row=min(max(row, 0), table.row_count - 1))
         self.query_one("#jobs-none").display = not table.row_count

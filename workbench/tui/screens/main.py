@@ -12,6 +12,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.events import DescendantFocus
 from textual.events import Key as KeyEvent
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -20,11 +21,12 @@ from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPan
 from workbench.catalog.discovery import KernelEntry
 from workbench.tui import keymap
 from workbench.tui.catalog import find_kernels
-from workbench.tui.jobqueue import DONE, QUEUED, RUNNING, Task
+from workbench.tui.jobqueue import CANCELLED, DONE, QUEUED, RUNNING, Task
 from workbench.tui.tabs import TABS, Tab, pane_class, tab
 from workbench.tui.widgets.job_bar import JobBar
 from workbench.tui.widgets.kernel_list import KernelList
 from workbench.tui.widgets.kernel_panel import KernelPanel
+from workbench.tui.widgets.key_footer import KeyFooter
 from workbench.tui.widgets.plain import PlainStatic
 from workbench.views.actions import ACTIONS, Finished, Selection, problem_text
 from workbench.views.kernels import LIST_HEADERS, KernelStatus, ordered
@@ -44,7 +46,7 @@ class MainScreen(Screen[None]):
             with Vertical(id="left"):
                 yield KernelList(id="kernels")
                 yield PlainStatic(id="problems")
-        yield Footer()
+        yield KeyFooter()
 
     def __init__(self) -> None:
         super().__init__()
@@ -58,6 +60,9 @@ class MainScreen(Screen[None]):
         """(kernel, tab) whose stored result is being read."""
         self.looked: set[tuple[str, str]] = set()
         """(kernel, tab) whose store was read (whatever it held)."""
+        self.unfiltered: str | None = None
+        """The kernel selected when the filter took the focus: esc while typing goes back to it
+        (a key typed into the filter by mistake must not leave another kernel selected)."""
 
     def on_mount(self) -> None:
         self._fill_list(keep=None)
@@ -168,7 +173,7 @@ class MainScreen(Screen[None]):
         text.append(f"  dtypes {dtypes}  shapes {sets}", "dim")
         if e.description:
             text.append(f"\n{e.description}")
-        text.append(f"\n{self.selection(e).describe()}  (o changes)", "cyan")
+        text.append(f"\n{self.selection(e).describe()} (o changes them)", "cyan")
         if not self.app.gpu:  # type: ignore[attr-defined]
             gpu_only = ", ".join(a.name for a in ACTIONS.values() if a.gpu_only)
             text.append(f"  · no GPU here: {gpu_only} greyed", "dim")
@@ -283,13 +288,17 @@ class MainScreen(Screen[None]):
         self.query_one(JobBar).show(self.app.queue)  # type: ignore[attr-defined]
         if event is None:
             self.refresh_bindings()
-        if task.state in (DONE, "cancelled") and task.finished is not None and event is None:
+        ended = task.state in (DONE, CANCELLED) and event is None
+        if ended and task.finished is not None:
             for tab_id in ACTIONS[task.action].tabs:
                 self.app.results[(task.kernel.name, tab_id)] = task.finished  # type: ignore[attr-defined]
             self.app.results.pop((task.kernel.name, "history"), None)  # type: ignore[attr-defined]
-            self.looked.discard((task.kernel.name, "history"))  # a bench run adds to it
+            self.looked.discard((task.kernel.name, "history"))  # every run adds to it
             self.load_status([task.kernel.name])
         entry, t = self.selected, self.active_tab
+        if ended and t.id == "history" and entry is not None and entry.name == task.kernel.name:
+            self.show_in(t)  # read again, with the run that just ended
+            return
         if entry is None or entry.name != task.kernel.name or t.id not in ACTIONS[task.action].tabs:
             return
         pane = self.pane(t.id)
@@ -372,8 +381,14 @@ class MainScreen(Screen[None]):
     def action_filter(self) -> None:
         self.query_one("#filter", Input).focus()
 
+    def on_descendant_focus(self, event: DescendantFocus) -> None:
+        if event.widget.id == "filter":  # editing begins: esc comes back to this kernel
+            self.unfiltered = self.selected.name if self.selected else None
+
     @on(Input.Changed, "#filter")
     def _filtered(self, event: Input.Changed) -> None:
+        if event.value == self.filter_text:  # cleared by esc, which chose the kernel
+            return
         self.filter_text = event.value
         self._fill_list(keep=self.selected.name if self.selected else None)
 
@@ -382,14 +397,24 @@ class MainScreen(Screen[None]):
         self.query_one(KernelList).focus()
 
     def action_back(self) -> None:
+        """esc, innermost first: typing a filter cancels it (the kernel selected before it
+        stays); a tab closes what it has open (the IR search, a diff); a filter left standing is
+        cleared; else the focus goes back to the kernel list. The selection stays throughout."""
         field = self.query_one("#filter", Input)
-        if field.has_focus or field.value:
-            field.value = ""
-            self.query_one(KernelList).focus()
-            return
         pane = self.pane(self.active_tab.id)
-        if pane is not None and hasattr(pane, "action_back"):
-            pane.action_back()
+        if field.has_focus:
+            self._clear_filter(self.unfiltered)
+        elif pane is not None and hasattr(pane, "action_back") and pane.action_back():
+            return
+        elif field.value:
+            self._clear_filter(self.selected.name if self.selected else self.unfiltered)
+        self.query_one(KernelList).focus()
+
+    def _clear_filter(self, keep: str | None) -> None:
+        """Every kernel listed again, the cursor on `keep` (else where it is)."""
+        self.filter_text = ""
+        self.query_one("#filter", Input).value = ""
+        self._fill_list(keep=keep or (self.selected.name if self.selected else None))
 
     def action_sort(self) -> None:
         columns = list(LIST_HEADERS)
@@ -429,10 +454,7 @@ class MainScreen(Screen[None]):
 
     def select_kernel(self, name: str) -> None:
         """Put the cursor on kernel `name`, clearing a filter that hides it."""
-        if self.filter_text:
-            self.query_one("#filter", Input).value = ""
-            self.filter_text = ""
-        self._fill_list(keep=name)
+        self._clear_filter(name)
 
     def action_help(self) -> None:
         from workbench.tui.screens.help import HelpScreen

@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Static
 from textual.widgets.data_table import CursorType
@@ -58,7 +58,8 @@ class Pane(Vertical):
     """A tab's content: a head (`.head`) and the body the subclass composes."""
 
     def compose(self) -> ComposeResult:
-        yield PlainStatic(classes="head")
+        with VerticalScroll(classes="head-box", can_focus=False):  # a long head scrolls
+            yield PlainStatic(classes="head")
         yield from self.body()
 
     def body(self) -> ComposeResult:

@@ -209,14 +209,17 @@ class IRPane(Pane):
         code.go_to(target)
         self._status()
 
-    def action_back(self) -> None:
-        """esc: close the search, else leave the diff."""
+    def action_back(self) -> bool:
+        """esc: close the search, else leave the diff; False when neither is open."""
         field = self.query_one("#ir-search", Input)
         if field.display:
             field.display = False
             self.query_one("#ir-code", CodeView).focus()
         elif self.diff is not None:
             self._leave_diff()
+        else:
+            return False
+        return True
 
     def action_diff(self) -> None:
         """Diff two compiled configs, or leave the diff."""
