@@ -81,6 +81,9 @@ class WorkQueue:
         self.picks: dict[int, dict] = {}
         """Triton's pick or a search's trace, by its item."""
         self.problems: dict[str, dict] = {}
+        self.loose_picks: dict[str, dict] = {}
+        """Triton's picks that no item asked for (coordinate descent starts from one even with
+        --no-triton-pick), by shape."""
         self.best: dict[str, float] = {}
         """Each shape's fastest time so far: a worker stops timing a clear loser sooner."""
         self.configs = 0
@@ -115,10 +118,12 @@ class WorkQueue:
                 w.running = event.get("id")
             elif kind == "config-timeout":
                 w.timed_out = event.get("id")
-            elif kind == "triton":
-                event = {**event, "id": self.triton_items.get(event["shape"], event.get("id"))}
-                if event["id"] is not None:
-                    self._done(worker, w, event)
+            elif kind == "triton":  # its item's, or the one a coordinate search starts from
+                pick = self.triton_items.get(event["shape"])
+                if pick is not None:
+                    self._done(worker, w, {**event, "id": pick})
+                else:
+                    self.loose_picks[event["shape"]] = event
             elif kind in ("config", "searched"):
                 self._done(worker, w, event)
             elif kind == "result":
@@ -177,9 +182,13 @@ class WorkQueue:
                 return None
             order = [i for ids in self.shapes.values() for i in ids]
             rows = [dict(self.rows[i]) for i in order if i in self.rows]
-            picks = {i: p for i, p in self.picks.items() if self.items[i].kind == "triton"}
-            triton = {shape_text(self.items[i].shape): p["pick"] for i, p in picks.items()}
-            persisted = {shape_text(self.items[i].shape): p["persisted"] for i, p in picks.items()}
+            picks = {e["shape"]: e for e in self.loose_picks.values()} | {
+                shape_text(self.items[i].shape): p
+                for i, p in self.picks.items()
+                if self.items[i].kind == "triton"
+            }
+            triton = {text: p["pick"] for text, p in picks.items()}
+            persisted = {text: p.get("persisted", []) for text, p in picks.items()}
             ran = {k: w for k, w in self.workers.items() if w.head or w.done or w.end}
             return SweepResult(
                 **{k: heads[0][k] for k in HEAD},
