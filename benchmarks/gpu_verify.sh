@@ -2,13 +2,13 @@
 # On the GPU host, from the repository root: the GPU test suite and the GPU benchmarks, each step
 # bounded in time so that a stuck one costs only itself; everything lands in DEST (logs, JSON,
 # the fixtures the CPU tests read) and DEST.tgz.
-#   bash benchmarks/gpu_verify.sh DEST [suite-files|suite-diagnoses|paths|sweep|cache|diagnose|all|two-gpus]
+#   bash benchmarks/gpu_verify.sh DEST [suite-files|suite-diagnoses|paths|sweep|cache|diagnose|all|gpus]
 # suite-files then suite-diagnoses: all of `pytest -m gpu`, each in parallel (on an H100 ~6.5 and
 # ~7 min: one call each).
 set -u
 DEST=${1:?destination folder}
 PART=${2:-all}
-case $PART in suite-files | suite-diagnoses | paths | sweep | cache | diagnose | all | two-gpus) ;;
+case $PART in suite-files | suite-diagnoses | paths | sweep | cache | diagnose | all | gpus) ;;
 *) echo "gpu_verify.sh: no part '$PART' (see the usage line at the top)" >&2 && exit 2 ;;
 esac
 mkdir -p "$DEST"
@@ -61,8 +61,9 @@ case $PART in diagnose | all)
     python3 -m pytest -m gpu -q -p no:cacheprovider tests/gpu/test_diagnose_gpu.py
   ;;
 esac
-case $PART in two-gpus)
-  step sweep_two_gpus 550 python3 benchmarks/sweep_two_gpus.py --out "$DEST/two_gpus"
+case $PART in gpus)
+  # every GPU of the host: 1, 2, 4... natively and on a local Ray cluster, one worker killed
+  step sweep_gpus 580 python3 benchmarks/sweep_gpus.py --out "$DEST/gpus"
   ;;
 esac
 tar czf "$DEST.tgz" -C "$(dirname "$DEST")" "$(basename "$DEST")"

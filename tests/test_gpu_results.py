@@ -1,6 +1,6 @@
 """The sweep's and the cache doctor's parent-side logic on real GPU outputs (recorded on the H100
 and on two H200s by benchmarks/gpu_verify.sh): ranking, explanations, the config set to paste,
-merging shards, and the findings a re-timing makes."""
+the work queue's rows, and the findings a re-timing makes."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from conftest import FIXTURES
 from workbench.cache import findings, scan
 from workbench.cache.result import CacheReach
 from workbench.ir.config import shared_values
-from workbench.runtime.errors import WorkbenchError
-from workbench.sweep import analysis
+from workbench.sweep import analysis, space
+from workbench.sweep.queue import HEAD, WorkQueue
 from workbench.sweep.result import SweepResult
 from workbench.views.sweep import rows_of
 
@@ -86,26 +86,35 @@ def test_triton_pick_within_noise_raises_no_disagreement():
     assert "Triton's autotuner picked" in info["finding"]
 
 
-def test_shards_of_two_h200s_merge_and_other_models_are_refused():
+def test_the_rows_of_two_h200s_through_one_queue_give_the_recorded_winner():
+    """The 64 configs timed on two H200s, handed out by the queue to two workers and their rows
+    taken back as they landed: the rows in plan order, the same best, one shard per worker."""
     assert H200X2["gpu"] == "NVIDIA H200" and len(H200X2["shards"]) == 2
     rows = H200X2["rows"]
     assert len({r["label"] for r in rows}) == 64
-    half = len(rows) // 2
-    shards = [
-        _fresh({**H200X2, "rows": part, "gpu_index": str(i), "timings": t, "shards": None})
-        for i, (part, t) in enumerate(
-            [(rows[:half], {"timing_s": 1.0}), (rows[half:], {"timing_s": 0.8})]
-        )
-    ]
-    merged = analysis.merge(shards)
-    assert merged.summary["configs"] == 64 and merged.timings["timing_s"] == 1.0
-    assert (
-        next(iter(merged.shapes.values()))["best"]
-        == H200X2["summary"]["best"][next(iter(H200X2["summary"]["best"]))]
-    )
-    with pytest.raises(WorkbenchError) as refused:
-        analysis.merge([shards[0], _fresh({**H100, "gpu_index": "1"})])
-    assert refused.value.problem.kind == "mixed-gpus"
+    head = {k: H200X2.get(k, {}) for k in HEAD} | {"host": "h", "jobs": 8}
+    work = WorkQueue(120.0)
+    for i, w in enumerate(("gpu0", "gpu1")):
+        work.on_event(w, {"event": "ready", "head": {**head, "gpu_index": str(i)}})
+    work.on_event("gpu0", {"event": "want", "n": 1})
+    plan = [{"row": {**r, "status": "ok", "ms": None}, "todo": True} for r in rows]
+    shape = rows[0]["shape"]
+    answer = work.on_event("gpu0", {"event": "plan", "shape": shape, "configs": plan,
+                                    "triton": False, "last": True})  # fmt: skip
+    assert answer == []
+    by_label = {r["label"]: r for r in rows}
+    while not work.finished:
+        for w in ("gpu0", "gpu1"):
+            for who, message in work.on_event(w, {"event": "want", "n": 3}):
+                for item in message.get("items", []):
+                    row = by_label[space.key(item["values"])]
+                    work.on_event(who, {"event": "config", "id": item["id"], "row": row})
+    merged = work.result()
+    assert [r["label"] for r in merged.rows] == [r["label"] for r in rows]
+    assert merged.summary["configs"] == 64 and merged.complete
+    assert merged.summary["best"] == H200X2["summary"]["best"]
+    assert [s["worker"] for s in merged.shards] == ["gpu0", "gpu1"]
+    assert sum(s["rows"] for s in merged.shards) == 64 and merged.gpu_index == "0,1"
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in CACHE.glob("*.json")))
@@ -166,17 +175,3 @@ def test_the_sweep_report_says_how_to_profile_the_largest_unexplained_gap(capsys
     assert widest["ms"] > best["ms"] * 1.05
     assert "--case 4096x4096x4096:bfloat16 --pin BLOCK_M=256,BLOCK_N=128," in hint
     assert hint.endswith("--path benchmarks/sweep_matmul16.py")
-
-
-def test_a_merged_two_gpu_sweep_is_recorded_in_the_store(tmp_path):
-    from workbench.catalog.discovery import KernelEntry
-    from workbench.run.store import Store
-    from workbench.sweep import spread
-
-    entry = KernelEntry(name="matmul16", file="benchmarks/sweep_matmul16.py", line=0)
-    result = _fresh(H200X2)
-    spread._record(entry, {"space": "space64.json"}, result, tmp_path)
-    [run] = Store().history("matmul16", kind="sweep")
-    assert run.status == "ok" and run.params["merged_from"] == ["0", "1"]
-    assert run.seconds == pytest.approx(H200X2["timings"]["total_s"], abs=1e-3)
-    assert result.store_problem is None and SweepResult.from_dict(run.result) == result

@@ -206,18 +206,6 @@ def test_triton_disagreement_beyond_noise_is_a_finding():
     assert result.shapes["1"]["finding"] == ""
 
 
-def test_merge_refuses_mixed_gpu_models_and_joins_one_model():
-    one = _result(rows=[_timed([1], "a", 1.0)], complete=True, timings={"sweep_s": 2.0})
-    two = _result(rows=[_timed([1], "b", 0.9)], complete=True, timings={"sweep_s": 3.0})
-    merged = analysis.merge([one, two])
-    assert merged.shapes["1"]["best"] == "b" and merged.timings["sweep_s"] == 3.0
-    assert [s["rows"] for s in merged.shards or []] == [1, 1] and merged.complete
-    assert SweepResult.from_dict(merged.to_dict()) == merged
-    two.gpu = "NVIDIA H100 80GB HBM3"
-    with pytest.raises(WorkbenchError, match="different GPU models"):
-        analysis.merge([one, two])
-
-
 async def test_sweep_pane_shows_live_rows_and_a_finished_sweep(three_name):
     result = three_name["result"]
 

@@ -1,7 +1,8 @@
 """The sweep on a GPU, for real: configs checked against the reference and timed on the same
 inputs, the one that cannot compile recorded, Triton's own pick beside them, a PNG. Run with
 `python -m pytest -m gpu tests/gpu/test_sweep_gpu.py` on the GPU host; with SWEEP_FIXTURES=DIR
-the JSON is kept there as a fixture."""
+the JSON is kept there as a fixture. On a host of several GPUs, one queue over all of them
+against GPU 0 alone."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, cli
+from conftest import FIXTURES, ROOT, cli
+
+from workbench.run import machine
+from workbench.sweep import analysis, spread
 
 pytestmark = pytest.mark.gpu
 
@@ -40,6 +44,44 @@ def test_sweep_checks_times_and_ranks_on_the_gpu():
     assert result["plot"] and Path(result["plot"]).stat().st_size > 1000
     assert result["minimal_set"]["labels"] == [info["best"]]
     assert result["device"]["sms"] > 0  # the static model's SM count, from this GPU
+
+
+def test_no_triton_pick_leaves_triton_out_and_says_so():
+    proc = cli("sweep", "sweep_three_name", "--path", str(FIXTURES / "sweep_three_name.py"),
+               "--no-triton-pick", "--json")  # fmt: skip
+    result = json.loads(proc.stdout)["result"]
+    assert result["mode"] == "gpu" and result["triton"] == {}
+    assert "Triton's own pick was not run (--no-triton-pick)" in result["notes"]
+    assert "triton_s" not in result["timings"]
+    assert next(iter(result["shapes"].values()))["best"]
+
+
+@pytest.mark.skipif(
+    len(spread.all_gpus()) < 2 if machine.gpu_present() else True,
+    reason="needs two GPUs or more",
+)
+def test_one_queue_over_every_gpu_gives_one_gpus_rows_and_winner():
+    """The 16-config matmul on GPU 0 alone, then on every GPU of the host pulling from one queue
+    (Triton's own pick on whichever GPU is free): the same configs with the same statuses, and
+    a winner within noise of one GPU's."""
+    args = ("sweep", "matmul16", "--path", str(ROOT / "benchmarks" / "sweep_matmul16.py"),
+            "--json")  # fmt: skip
+    one = json.loads(cli(*args, "--gpus", "0").stdout)["result"]
+    every = json.loads(cli(*args, "--gpus", "all").stdout)["result"]
+    if os.environ.get("SWEEP_FIXTURES"):
+        Path(os.environ["SWEEP_FIXTURES"], "sweep_gpus_matmul16.json").write_text(
+            json.dumps({"one": one, "every": every})
+        )
+    assert every["complete"] and len(every["shards"]) == len(spread.all_gpus())
+    assert [(r["label"], r["status"]) for r in every["rows"]] == [
+        (r["label"], r["status"]) for r in one["rows"]
+    ]
+    shape = next(iter(one["shapes"]))
+    best = {r["label"]: r for r in one["rows"]}
+    mine, theirs = best[every["shapes"][shape]["best"]], best[one["shapes"][shape]["best"]]
+    assert mine is theirs or analysis.within_noise(mine, theirs)
+    assert every["triton"][shape]["label"]  # the pick ran on one of the GPUs
+    assert {r["worker"] for r in every["rows"]} == {s["worker"] for s in every["shards"]}
 
 
 def test_the_model_explains_all_but_two_losers_of_the_sixteen_config_matmul():

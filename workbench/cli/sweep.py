@@ -22,7 +22,7 @@ from workbench.cli.options import add_arch_option, add_command_options
 from workbench.run import machine
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import parse_shape
-from workbench.sweep import analysis, plot, replay, spread
+from workbench.sweep import analysis, cluster, plot, replay, spread
 from workbench.sweep.result import SweepResult
 from workbench.sweep.space import SPACES, autotune_snippet
 from workbench.sweep.strategy import STRATEGIES, Budget, parse_budget
@@ -57,7 +57,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "runs with), or a FILE",
     )
     p.add_argument("--jobs", type=int, help="parallel compiles (default: the CPU cores)")
-    p.add_argument("--gpus", help="all, or indices such as 0,1: one worker per GPU")
+    p.add_argument(
+        "--gpus", help="all, or indices such as 0,1: one worker per GPU, all pulling from one queue"
+    )
+    p.add_argument(
+        "--cluster",
+        metavar="auto|local|ADDRESS",
+        help="run the workers on a Ray cluster, one per GPU (one per host without GPUs): auto "
+        "(the one running), local (started for this sweep) or its address; pip install -e '.[ray]'",
+    )
+    p.add_argument(
+        "--no-triton-pick",
+        dest="triton_pick",
+        action="store_false",
+        help="skip Triton's own autotuner beside the sweep (it times every config again)",
+    )
     add_arch_option(p, "compile")
     p.add_argument("--resume", action="store_true", help="continue the newest sweep of NAME")
     p.add_argument("--config-timeout", type=float, default=120.0, help="seconds per config")
@@ -113,6 +127,7 @@ def params_from(args: argparse.Namespace) -> dict:
         "arch": args.arch,
         "resume": spread.resume_file(args.name) if args.resume else None,
         "config_timeout": args.config_timeout,
+        "triton_pick": args.triton_pick,
     }
 
 
@@ -138,18 +153,31 @@ def run(args: argparse.Namespace) -> int:
         )
     entry = discover(args.path).find(args.name)
     params = params_from(args)
+    if args.cluster and args.gpus:
+        raise fail(
+            "bad-arguments",
+            "--cluster and --gpus both name where the workers run",
+            "drop --gpus: on a cluster every GPU gets a worker",
+            source="usage",
+        )
     gpus = gpus_from(args.gpus)
-    if len(gpus) > 1 and params["strategy"] != "exhaustive":
+    if (len(gpus) > 1 or args.cluster) and params["strategy"] != "exhaustive":
         raise fail(
             "bad-arguments",
             f"--strategy {params['strategy']} searches on one GPU: each timing decides the next",
-            "drop --gpus (or name one GPU), or time every config over them (no --strategy)",
+            "drop --gpus or --cluster (or name one GPU), or time every config over them (no "
+            "--strategy)",
             source="usage",
         )
     progress = None if args.json else Progress()
     cancel = threading.Event()
     try:
-        result, outcomes = spread.run_sweep(entry, params, gpus, progress, cancel, args.timeout)
+        if args.cluster:
+            result, outcomes = cluster.run_sweep(
+                entry, params, args.cluster, progress, cancel, args.timeout
+            )
+        else:
+            result, outcomes = spread.run_sweep(entry, params, gpus, progress, cancel, args.timeout)
     except KeyboardInterrupt:  # the jobs keep what finished in their sweep.json
         cancel.set()
         raise

@@ -80,6 +80,38 @@ class Outcome:
         }
 
 
+class Feed:
+    """Messages to a job child, one JSON line each on its stdin, for a job that takes work as it
+    goes (a sweep's worker: `Context.inbox` on its side). Sending to a child that is gone, or
+    not started yet, is a no-op that says False."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pipe: IO[bytes] | None = None
+
+    def send(self, message: dict) -> bool:
+        with self.lock:
+            if self.pipe is None:
+                return False
+            try:
+                self.pipe.write(json.dumps(message).encode() + b"\n")
+                self.pipe.flush()
+                return True
+            except (BrokenPipeError, ValueError):  # the child died, or its pipe is closed
+                return False
+
+    def attach(self, pipe: IO[bytes] | None) -> None:
+        with self.lock:
+            self.pipe = pipe
+
+    def close(self) -> None:
+        with self.lock:
+            pipe, self.pipe = self.pipe, None
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
+
+
 def child_command(job: Job, run_dir: str) -> list[str]:
     cmd = [sys.executable, "-m", "workbench.run.worker", job.kind, "--run-dir", run_dir]
     cmd += ["--timeout", f"{job.timeout:g}"]
@@ -126,10 +158,11 @@ def run_job(
     cancel: threading.Event | None = None,
     wrap: list[str] | None = None,
     finish: Callable[[Outcome], None] | None = None,
+    feed: Feed | None = None,
 ) -> Outcome:
     """Run `job` in a child process (optionally under a wrapper such as ncu) and record it;
     `finish` reads what the wrapper wrote (compute-sanitizer's report) into the outcome before
-    it is recorded."""
+    it is recorded; `feed` sends the child messages while it runs."""
     if _STOPPED.is_set():  # the process is exiting (`stop_all`): a thread starts nothing more
         return Outcome(job, store.new_run_id(), "", "cancelled", problem=Problem(*_INTERRUPTED))
     run_id = store.new_run_id()
@@ -149,12 +182,14 @@ def run_job(
                 cmd,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
                 env={**child_env(job.kernel), **lifeline_env},
                 pass_fds=(fd,),
                 start_new_session=True,  # so a timeout or cancel kills the whole process group
             )
             _LIVE.add(proc)
+            if feed:
+                feed.attach(proc.stdin)
             events: queue.Queue[bytes] = queue.Queue()
             pumps: list[threading.Thread] = []
             try:  # from here on, a Ctrl-C or signal (a thread's start waits: it may come there)
@@ -166,6 +201,8 @@ def run_job(
             except BaseException as exc:  # Ctrl-C, or a signal made an exception: the job ends
                 interrupted = exc
             finally:
+                if feed:
+                    feed.close()
                 _end(proc)  # the job's whole group, however it ended: helpers its code started
                 _LIVE.discard(proc)
             for pump in pumps:  # a process that left the group may hold the pipes: not forever

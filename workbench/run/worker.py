@@ -4,7 +4,8 @@ Events go out as JSON lines on the original stdout; the kernel's own prints are 
 (the run's log) so they cannot corrupt the event stream. Without a GPU, TRITON_INTERPRET=1 is
 set before triton or any kernel module is imported: Triton reads it when `@triton.jit` runs.
 Started by the runner, it holds the job's lifeline first: its process group dies when the runner
-does, at `--timeout`, or on SIGTERM or SIGHUP.
+does, at `--timeout`, or on SIGTERM or SIGHUP. A job that takes work as it goes (a sweep's
+worker) reads its runner's messages, JSON lines on stdin, from `Context.inbox`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import argparse
 import importlib
 import json
 import os
+import queue
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +32,7 @@ KINDS: dict[str, str] = {
     "bench": "workbench.bench.job:job",
     "profile-target": "workbench.profilers.target:job",
     "sweep": "workbench.sweep.job:job",
+    "sweep-worker": "workbench.sweep.job:worker",
     "cache": "workbench.cache.job:job",
 }
 
@@ -41,15 +45,20 @@ class Context:
     emit: Callable[[dict], None]
     file: str | None = None
     """The kernel's module (--file), for jobs that import it again."""
+    inbox: queue.Queue[dict | None] | None = None
+    """The runner's messages, in order; None once it has no more to say (stdin closed)."""
 
 
 def _event_stream() -> Callable[[dict], None]:
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # user prints now land in the log, not in the event stream
+    lock = threading.Lock()  # a job's watchdog thread may speak beside it: whole lines only
 
     def emit(event: dict) -> None:
-        out.write(json.dumps(event, default=str) + "\n")
-        out.flush()
+        line = json.dumps(event, default=str) + "\n"
+        with lock:
+            out.write(line)
+            out.flush()
 
     return emit
 
@@ -65,17 +74,32 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     lifeline.hold(args.timeout)
     emit = _event_stream()
+    params = json.loads(args.params)
+    return execute(args.kind, args.file, args.kernel, args.run_dir, params, emit, _feed())
+
+
+def execute(
+    kind: str,
+    file: str | None,
+    kernel: str | None,
+    run_dir: str,
+    params: dict,
+    emit: Callable[[dict], None],
+    inbox: queue.Queue[dict | None] | None = None,
+) -> int:
+    """Run the job `kind` in this process, its events and its end (result or error) sent to
+    `emit`: the child's whole life after its lifeline, and a Ray actor's (`sweep.cluster`)."""
     gpu = machine.has_gpu()
     try:
         if not gpu:
             os.environ["TRITON_INTERPRET"] = "1"
             compat.fix_interpreter_loop_bounds()  # imports triton: after the switch above
-        ctx = Context("cuda" if gpu else "cpu", not gpu, args.run_dir, emit, args.file)
-        spec = _spec(args.file, args.kernel) if args.kernel else None
-        module, func = KINDS[args.kind].split(":")
+        ctx = Context("cuda" if gpu else "cpu", not gpu, run_dir, emit, file, inbox)
+        spec = _spec(file, kernel) if file and kernel else None
+        module, func = KINDS[kind].split(":")
         job: Callable[[Any, dict, Context], dict] = getattr(importlib.import_module(module), func)
-        emit({"event": "started", "kind": args.kind, "device": ctx.device})
-        result = job(spec, json.loads(args.params), ctx)
+        emit({"event": "started", "kind": kind, "device": ctx.device})
+        result = job(spec, params, ctx)
     except WorkbenchError as exc:
         emit({"event": "error", "problem": exc.problem.to_dict()})
         return 1
@@ -86,6 +110,24 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     emit({"event": "result", "result": result})
     return 0
+
+
+def _feed() -> queue.Queue[dict | None]:
+    """The runner's messages on stdin, read as they come (a job that takes none has /dev/null
+    there: its inbox is closed at once, and never read). They are read from a file of their
+    own, stdin left on /dev/null: a process forked while this thread waits in sys.stdin's lock
+    would hang closing it (multiprocessing closes stdin in every child it starts)."""
+    inbox: queue.Queue[dict | None] = queue.Queue()
+    pipe = os.fdopen(os.dup(0), "rb")
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+
+    def read() -> None:
+        for line in pipe:
+            inbox.put(json.loads(line))
+        inbox.put(None)
+
+    threading.Thread(target=read, name="inbox", daemon=True).start()
+    return inbox
 
 
 def _spec(file: str, name: str) -> Any:

@@ -1,15 +1,14 @@
 """A sweep's rows read back (pure): pruning, ranking, one-line explanations of every loser,
-agreement with Triton's own pick, the smallest config set that stays near each shape's best, and
-merging the rows of several GPUs."""
+agreement with Triton's own pick, and the smallest config set that stays near each shape's
+best."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from workbench.runtime.errors import fail
 from workbench.runtime.grammar import shape_text
 from workbench.sweep import model
 from workbench.sweep.buckets import key_buckets
@@ -282,29 +281,3 @@ def _disagreement(triton: dict | None, best: Row | None, rows: list[Row]) -> str
         f"Triton's autotuner picked {pick['label']}, {slower:.0f}% slower than {best['label']} "
         "beyond noise: its own timing (or its pruning) misjudged this shape"
     )
-
-
-def merge(results: list[SweepResult]) -> SweepResult:
-    """One result from the shards of several GPUs; refuses to mix GPU models."""
-    models = sorted({r.gpu or "?" for r in results})
-    if len(models) > 1:
-        raise fail(
-            "mixed-gpus",
-            f"the shards ran on different GPU models ({', '.join(models)}): their timings do not "
-            "compare",
-            "pass --gpus with devices of one model (nvidia-smi -L lists them)",
-        )
-    phases = [r.timings for r in results]
-    merged = replace(
-        results[0],
-        rows=[row for r in results for row in r.rows],
-        triton={k: v for r in results for k, v in r.triton.items()},
-        problems={k: v for r in results for k, v in r.problems.items()},
-        shards=[
-            {"gpu_index": r.gpu_index, "timings": r.timings, "rows": len(r.rows)} for r in results
-        ],
-        # the shards run side by side: each phase lasts as long as its slowest shard
-        timings={k: max(p.get(k, 0.0) for p in phases) for k in set().union(*phases)},
-        complete=all(r.complete for r in results),
-    )
-    return summarize(merged)

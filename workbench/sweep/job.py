@@ -1,10 +1,16 @@
-"""The "sweep" job (child process): compile every config in parallel, and on a GPU check each
-against the reference and time it on the same inputs; Triton's own pick beside it.
+"""The sweep's worker (child process, or a Ray actor): compile configs ahead in a process pool,
+and on a GPU check each against the reference and time it on the same inputs; Triton's own pick
+beside them.
 
-Rows go to `sweep.json` in the run folder as they finish, with the config being run, so a
-cancel keeps what finished, `--resume` continues, and a config that hangs or kills the process
-is recorded as such by the next run. A watchdog ends the process when one config overruns its
-time (a hung kernel cannot be stopped otherwise); the parent resumes after it.
+One loop (`Sweep.work`) serves both ways to run it. The "sweep-worker" job is one worker of a
+queue its runner holds (`spread`, `cluster`): it asks for items as its pool frees up, receives
+them on its inbox (stdin) and hands each row back as an event. The "sweep" job runs a queue of
+its own with itself as the one worker, keeping `sweep.json` in its run folder as rows land, with
+the config being timed, so a cancel keeps what finished and `--resume` goes on past a config that
+hung or killed the process. A watchdog ends the process when one config overruns its time (a hung
+kernel cannot be stopped otherwise); its runner blames that config and goes on. A search strategy
+other than exhaustive takes a whole shape as one item: every config compiled, only those the
+strategy asks for timed, one after another on this worker's GPU.
 """
 
 from __future__ import annotations
@@ -13,8 +19,12 @@ import copy
 import json
 import multiprocessing
 import os
+import queue
+import socket
 import threading
 import time
+from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, as_completed
 from pathlib import Path
 from typing import Any
@@ -29,6 +39,7 @@ from workbench.runtime.grammar import shape_text
 from workbench.sweep import analysis, facts, space, strategy
 from workbench.sweep.analysis import RESULT_FILE
 from workbench.sweep.pool import CompilePool
+from workbench.sweep.queue import WorkQueue
 from workbench.sweep.result import SweepResult
 from workbench.sweep.space import Values
 from workbench.sweep.strategy import Budget
@@ -36,144 +47,232 @@ from workbench.sweep.strategy import Budget
 DEFAULT_ARCH = 90
 MIN_ARCH = 75
 CONFIG_TIMEOUT = 120.0
+BACKLOG = 2
+"""Compiled configs waiting for the GPU past which a worker asks for no more: what one worker
+holds, another cannot take."""
+BENCHES = 2
+"""Shapes whose inputs and references a worker keeps on the GPU at once."""
+LAST_WORDS_S = 1.0
+"""How long the watchdog waits, once it has said which config overran, before ending the
+process: the event must reach the runner (a Ray actor's stream sends it on its own time)."""
+Emit = Callable[[dict], None]
 
 
 def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
-    compat.require_supported()
-    gpu = ctx.device.startswith("cuda")
-    spec = compile_mode(spec, ctx.file)
-    start = time.perf_counter()
-    pool = CompilePool(int(params.get("jobs") or os.cpu_count() or 1))  # before any CUDA use
-    try:
-        sweep = Sweep(spec, params, ctx, gpu, pool)
-        sweep.result.timings["pool_start_s"] = round(time.perf_counter() - start, 3)
-        return sweep.run().to_dict()
-    finally:
-        pool.close()
+    """The "sweep" job: the whole sweep in this process, a queue of its own."""
+    with _sweep(spec, params, ctx) as sweep:
+        return sweep.alone().to_dict()
+
+
+def worker(spec: KernelSpec, params: dict, ctx: Any) -> dict:
+    """The "sweep-worker" job: one worker of its runner's queue, until the runner says the end;
+    its result is its own timings (the rows went out as events)."""
+    with _sweep(spec, params, ctx) as sweep:
+        sweep.work(ctx.inbox, ctx.emit)
+        return {"timings": sweep.timings}
+
+
+class _sweep:
+    """A Sweep with its compile pool, started before any CUDA use and closed at the end."""
+
+    def __init__(self, spec: KernelSpec, params: dict, ctx: Any):
+        compat.require_supported()
+        self.gpu = ctx.device.startswith("cuda")
+        self.spec, self.params, self.ctx = compile_mode(spec, ctx.file), params, ctx
+
+    def __enter__(self) -> Sweep:
+        start = time.perf_counter()
+        self.pool = CompilePool(int(self.params.get("jobs") or os.cpu_count() or 1))
+        sweep = Sweep(self.spec, self.params, self.ctx, self.gpu, self.pool)
+        sweep.timings["pool_start_s"] = round(time.perf_counter() - start, 3)
+        return sweep
+
+    def __exit__(self, *exc: object) -> None:
+        self.pool.close()
 
 
 class Sweep:
     def __init__(self, spec: KernelSpec, params: dict, ctx: Any, gpu: bool, pool: CompilePool):
-        import triton
-
         self.spec, self.params, self.ctx, self.pool = spec, params, ctx, pool
         device_arch = compat.device_arch() if gpu else None
         self.arch = _arch(params.get("arch"), device_arch)
         # "time": False keeps a GPU sweep static (resources only), as `diagnose` gathers them
         self.timed = gpu and self.arch == device_arch and params.get("time", True)
+        self.gpu_name = _gpu_name() if gpu else None
         self.dtype = params.get("dtype") or (spec.dtypes[0] if spec.dtypes else None)
-        self.file = Path(ctx.run_dir) / RESULT_FILE
         self.done = _previous(params.get("resume"))
-        self.lock = threading.Lock()
-        self.current: tuple[float, dict] | None = None
-        self.result = SweepResult(
-            kernel=spec.name,
-            mode="gpu" if self.timed else "cross-compile",
-            arch=f"sm_{self.arch}",
-            gpu=_gpu_name() if gpu else None,
-            gpu_index=os.environ.get("CUDA_VISIBLE_DEVICES"),
-            triton_version=triton.__version__,
-            dtype=self.dtype,
-            space=params.get("space") or "own",
-            jobs=pool.jobs,
-            shard=params.get("shard"),
-            device=facts.device(self.timed, self.dtype),
-        )
+        self.timings: dict[str, float] = {}
+        self.launches: dict[str, tuple[Launch, Any]] = {}
+        self.benches: dict[str, dict] = {}
+        self.best: dict[str, float] = {}
+        self.current: tuple[float, dict, int] | None = None
+        self.emit: Emit = ctx.emit
         self.strategy = params.get("strategy") or "exhaustive"
-        if self.strategy != "exhaustive" and not self.timed:
-            self.result.notes.append(
-                f"--strategy {self.strategy} chooses which configs to time, and nothing is timed "
-                "here (no GPU, or another --arch): every config is compiled and shown static"
-            )
 
-    def run(self) -> SweepResult:
+    def head(self) -> dict:
+        """The result's header as this worker sees it (its `ready` event)."""
+        import triton
+
+        return {
+            "kernel": self.spec.name,
+            "mode": "gpu" if self.timed else "cross-compile",
+            "arch": f"sm_{self.arch}",
+            "gpu": self.gpu_name,
+            "gpu_index": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "host": socket.gethostname(),
+            "triton_version": triton.__version__,
+            "dtype": self.dtype,
+            "space": self.params.get("space") or "own",
+            "jobs": self.pool.jobs,
+            "device": facts.device(self.timed, self.dtype),
+        }
+
+    def alone(self) -> SweepResult:
+        """The whole sweep with this process as the one worker of its own queue."""
         start = time.perf_counter()
+        work = WorkQueue(float(self.params.get("config_timeout") or CONFIG_TIMEOUT))
+        inbox: queue.Queue[dict | None] = queue.Queue()
+        file = Path(self.ctx.run_dir) / RESULT_FILE
+
+        def emit(event: dict) -> None:
+            for _, message in work.on_event("", event):
+                inbox.put(message)
+            if event["event"] in ("config", "triton", "searched", "running"):
+                _save(work, file, self.current)  # before anyone is told: a cancel keeps it
+            if event["event"] in ("config", "config-timeout"):
+                self.ctx.emit(event)
+            if event["event"] == "config":
+                self.ctx.emit({**work.progress(), "case": event["row"]["label"]})
+
+        self.work(inbox, emit)
+        self.timings["total_s"] = round(time.perf_counter() - start, 3)
+        work.on_event("", {"event": "result", "result": {"timings": self.timings}})
+        _save(work, file, None)
+        result = work.result()
+        assert result is not None  # this worker said it was ready before its first row
+        return result
+
+    def work(self, inbox: queue.Queue, emit: Emit) -> None:
+        """The worker loop: ask for items as the pool frees up, compile them ahead, check and
+        time each as its compile lands (GPU work first, new messages before it), and hand each
+        row back; plan the shapes when asked to; return when told to end."""
+        self.emit = emit
         threading.Thread(target=self._watch, daemon=True).start()
+        emit({"event": "ready", "head": self.head()})
+        compiling: dict[Future, dict] = {}
+        compiled: deque[tuple[dict, Future | None]] = deque()
+        asked = False
+        while True:
+            if not asked and len(compiling) < self.pool.jobs and len(compiled) < BACKLOG:
+                emit({"event": "want", "n": self.pool.jobs - len(compiling)})
+                asked = True
+            if compiled and inbox.empty():
+                self._finish(*compiled.popleft())
+                continue
+            message = inbox.get()
+            if message is None or message.get("end"):
+                return
+            if "compiled" in message:
+                future = message["compiled"]
+                compiled.append((compiling.pop(future), future))
+            elif message.get("plan"):
+                self._plan()
+                asked = False
+            elif "items" in message:
+                asked = False
+                for text, ms in message.get("best", {}).items():
+                    self.best[text] = min(ms, self.best.get(text, ms))
+                for item in message["items"]:
+                    future = None if "values" not in item else self._submit(item)
+                    if future is not None:
+                        compiling[future] = item
+                        future.add_done_callback(lambda f: inbox.put({"compiled": f}))
+                    elif "values" not in item:  # Triton's pick, or a shape's search
+                        compiled.append((item, None))
+
+    def _plan(self) -> None:
+        """Each shape's configs in order, with the rows already known (an earlier run's, those the
+        kernel's own prune drops), as one `plan` event per shape."""
         shapes = [tuple(s) for s in self.params.get("shapes") or []] or _default_shapes(self.spec)
-        for shape in shapes:
-            self._shape(shape)
-        self.result.complete = True
-        self.result.timings["total_s"] = round(time.perf_counter() - start, 3)
-        self._save()
-        return analysis.summarize(self.result)
-
-    def _shape(self, shape: Shape) -> None:
-        phase = time.perf_counter()
-        launches = capture(self.spec, self.ctx.device, self.dtype, shape)
-        base, tuner = _target(launches)
-        configs = _configs(self.params.get("space") or "own", tuner, base)
-        shard = self.params.get("shard")
-        if shard:
-            configs = configs[shard[0] :: shard[1]]
-        text = shape_text(shape)
-        # what the static model explains the losers by
-        self.result.problems[text] = facts.problem(
-            self.spec, base, shape, self.dtype, self.ctx.device
-        )
-        dropped, note = (
-            _tuner_prunes(tuner, base, configs)
-            if self.params.get("space") in (None, "own")
-            else ({}, "")
-        )
-        if note:
-            self.result.notes.append(note)
-        todo = []
-        for values in configs:
-            prior = self.done.get((text, space.key(values)))
-            if prior is not None:
-                self._add(prior)
-            elif space.key(values) in dropped:
-                why = dropped[space.key(values)]
-                self._add({**_row(shape, values), "status": "pruned", "reason": why})
-            else:
-                todo.append(values)
-        total = len(configs)
-        self._emit_progress(total - len(todo), total, text)
-        futures = self._submit(base, tuner, shape, todo)
-        self._add_time("capture_s", time.perf_counter() - phase)
-        bench = self._bench_setup(shape) if self.timed else None
-        target = tuner if tuner is not None else base.fn
-        if bench is not None and self.strategy != "exhaustive":
-            self._search(shape, configs, futures, bench, target, tuner)
-            futures = {}  # the search has taken every compile: the loop below has none left
-        for future in as_completed(futures):
-            row = futures[future]
-            row.update(self._compiled(future))
-            if bench is not None and row["status"] == analysis.TIMED:
-                started = time.perf_counter()
-                self._time_row(row, bench, target)
-                self._add_time("timing_s", time.perf_counter() - started)
-            elif row["status"] == analysis.TIMED:
-                row["status"] = "static"
-            self._add(row)
-            self._emit_progress(
-                sum(r["shape"] == list(shape) for r in self.result.rows), total, row["label"]
+        pick = self.params.get("triton_pick", True)
+        for n, shape in enumerate(shapes):
+            base, tuner = self._launch(shape)
+            configs = _configs(self.params.get("space") or "own", tuner, base)
+            own = self.params.get("space") in (None, "own")
+            dropped, note = _tuner_prunes(tuner, base, configs) if own else ({}, "")
+            notes = [note] if note else []
+            if self.timed and tuner is not None and not pick:
+                notes.append("Triton's own pick was not run (--no-triton-pick)")
+            if self.strategy != "exhaustive" and not self.timed:
+                notes.append(
+                    f"--strategy {self.strategy} chooses which configs to time, and nothing is "
+                    "timed here (no GPU, or another --arch): every config is compiled and shown "
+                    "static"
+                )
+            text = shape_text(shape)
+            out = []
+            for values in configs:
+                label = space.key(values)
+                prior = self.done.get((text, label))
+                row = prior or _blank(shape, values, base, tuner)
+                if prior is None and label in dropped:
+                    row.update(status="pruned", reason=dropped[label])
+                out.append({"row": row, "todo": prior is None and label not in dropped})
+            self.emit(
+                {
+                    "event": "plan",
+                    "shape": list(shape),
+                    "configs": out,
+                    "triton": bool(self.timed and tuner is not None and pick),
+                    "search": self.timed and self.strategy != "exhaustive",
+                    # what the static model explains the losers by
+                    "problem": facts.problem(self.spec, base, shape, self.dtype, self.ctx.device),
+                    "notes": notes,
+                    "last": n == len(shapes) - 1,
+                }
             )
-        self._add_time("sweep_s", time.perf_counter() - phase)
-        if bench is not None and tuner is not None and not (shard and shard[0]):
-            if text not in self.result.triton:  # coordinate descent asked for it already
-                started = time.perf_counter()
-                self._triton(text, tuner, bench)  # beside the sweep, outside its sweep_s
-                self._add_time("triton_s", time.perf_counter() - started)
 
-    def _submit(self, base: Launch, tuner: Any, shape: Shape, todo: list[Values]) -> dict:
+    def _launch(self, shape: Shape) -> tuple[Launch, Any]:
+        """The launch to sweep at `shape` and its Autotuner, captured once per shape."""
+        text = shape_text(shape)
+        if text not in self.launches:
+            started = time.perf_counter()
+            self.launches[text] = _target(capture(self.spec, self.ctx.device, self.dtype, shape))
+            self._add_time("capture_s", time.perf_counter() - started)
+        return self.launches[text]
+
+    def _submit(self, item: dict) -> Future | None:
+        """Start the item's compile; None when the config cannot even bind (its row is sent)."""
+        shape = tuple(item["shape"])
+        base, tuner = self._launch(shape)
         hook = tuner.configs[0].pre_hook if tuner is not None and tuner.configs else None
+        row = item["row"] = _blank(shape, item["values"], base, tuner)
         folder = Path(self.ctx.run_dir) / "cubins" / shape_text(shape).replace(" ", "")
-        futures: dict[Future, dict] = {}
-        # the config the kernel runs as written (an autotuned one's pick is not known here)
-        launched = space.key(_launch_values(base)) if tuner is None else None
-        for i, values in enumerate(todo):
-            row = _row(shape, values)
-            row["launched"] = row["label"] == launched
-            try:
-                launch = config_launch(base, values, hook)
-                row["programs"] = launch.programs()
-                cubin = folder / f"{i}_{base.name}.cubin"
-                futures[self.pool.submit(launch, self.arch, cubin)] = row
-            except Exception as exc:  # noqa: BLE001 - a config that cannot even bind is a row
-                row.update(status="failed", problem=problem_from_exception(exc).to_dict())
-                self._add(row)
-        return futures
+        try:
+            launch = config_launch(base, item["values"], hook)
+            row["programs"] = launch.programs()
+            return self.pool.submit(launch, self.arch, folder / f"{item['id']}_{base.name}.cubin")
+        except Exception as exc:  # noqa: BLE001 - a config that cannot even bind is a row
+            row.update(status="failed", problem=problem_from_exception(exc).to_dict())
+            self.emit({"event": "config", "id": item["id"], "row": row})
+            return None
+
+    def _finish(self, item: dict, future: Future | None) -> None:
+        """A compiled item: checked and timed on a GPU (Triton's pick, for its item)."""
+        shape = tuple(item["shape"])
+        if future is None:
+            self._search(item) if "search" in item else self._triton(item)
+            return
+        row = item["row"]
+        row.update(self._compiled(future))
+        if self.timed and row["status"] == analysis.TIMED:
+            base, tuner = self._launch(shape)
+            started = time.perf_counter()
+            self._time_row(row, item["id"], tuner if tuner is not None else base.fn)
+            self._add_time("timing_s", time.perf_counter() - started)
+        elif row["status"] == analysis.TIMED:
+            row["status"] = "static"
+        self.emit({"event": "config", "id": item["id"], "row": row})
 
     def _compiled(self, future: Future) -> dict:
         out = future.result()
@@ -189,100 +288,25 @@ class Sweep:
             "resources": out["resources"],
         }
 
-    def _search(
-        self,
-        shape: Shape,
-        configs: list[Values],
-        futures: dict,
-        bench: dict,
-        target: Any,
-        tuner: Any,
-    ) -> None:
-        """Time only the configs the search strategy asks for. Compiles are whole-space: the
-        static start and the rows left untimed need every config's facts. Coordinate descent
-        beyond the kernel's own configs starts from Triton's pick, so Triton's autotuner runs
-        first there. Rows of an earlier run (--resume) answer what they timed, so a resumed
-        search retraces its steps."""
-        text = shape_text(shape)
-        for future in as_completed(futures):
-            futures[future].update(self._compiled(future))
-        fresh = {r["label"]: r for r in futures.values()}
-        rows = []
-        for values in configs:
-            row = fresh.get(space.key(values)) or self.done.get((text, space.key(values)))
-            if row and row.get("resources") and row["status"] != "pruned":
-                rows.append(row)
-        space_labels = {r["label"] for r in rows}
-        for row in fresh.values():
-            if row["label"] not in space_labels:  # failed to compile, or pruned
-                self._add(row)
-        name = self.strategy
-        budget = Budget(**self.params["budget"]) if self.params.get("budget") else None
-        budget = budget or strategy.default_budget(name, len(rows))
-        start = None
-        if name == "coordinate" and rows:
-            if tuner is not None and strategy.starts_from_triton(self.params.get("space")):
-                # its start: Triton's pick, timed first (so in sweep_s too)
-                started = time.perf_counter()
-                self._triton(text, tuner, bench)
-                self._add_time("triton_s", time.perf_counter() - started)
-            pick = (self.result.triton.get(text) or {}).get("label")
-            start = strategy.static_start(rows, pick)
-        by_label = {r["label"]: r for r in rows}
-        listed = {r["label"] for r in rows if r["label"] not in fresh}  # rows of the earlier run
-        count = 0
-
-        def evaluate(values: Values, samples: int | None) -> dict:
-            nonlocal count
-            row = by_label[space.key(values)]
-            count += 1
-            known = _recorded(row, samples)
-            if known is not None:
-                return known
-            row.setdefault("chosen_by", name)
-            row.setdefault("order", count)
-            checked = row.get("check") is not None
-            started = time.perf_counter()
-            self._time_row(row, bench, target, samples)
-            self._add_time("timing_s", time.perf_counter() - started)
-            if samples is not None or "rounds" in row:  # successive halving's rounds
-                kept = ("samples", "ms", "p20", "p80", "timing_s")
-                row.setdefault("rounds", []).append({k: row.get(k) for k in kept})
-            if row["label"] in listed:
-                self._save()
-            else:
-                listed.add(row["label"])
-                self._add(row)
-            self._emit_progress(count, budget.evaluations or len(rows), row["label"])
-            return {**row, "check_s": 0.0 if checked else row.get("check_s")}
-
-        seed = int(self.params.get("seed") or 0)
-        found = strategy.Space([r["values"] for r in rows])
-        trace = strategy.search(name, found, evaluate, budget, seed, start and start[0])
-        for row in rows:
-            if row["label"] not in listed:
-                row.update(status="skipped", reason=f"{name} chose others ({budget.text()})")
-                self._add(row)
-        recorded = self.result.strategy or {"name": name, "budget": budget.to_dict(), "seed": seed}
-        recorded.setdefault("shapes", {})[text] = {
-            "configs": len(rows),
-            "start": {"label": start[0], "from": start[1]} if start else None,
-            **trace.summary(),
-        }
-        self.result.strategy = recorded
-        self._save()
-
-    def _bench_setup(self, shape: Shape) -> dict:
+    def _bench(self, shape: Shape) -> dict:
+        """The shape's inputs and references, made once per shape."""
         from workbench.check import exact
         from workbench.runtime import tensors
 
-        tdtype = tensors.torch_dtype(self.dtype) if self.dtype else None
-        inputs = tuple(self.spec.make_inputs(shape, tdtype, self.ctx.device))
-        wider = exact.run(self.spec.reference_fn, inputs)
-        ref = tensors.outputs(self.spec.reference_fn(*inputs))
-        return {"inputs": inputs, "ref": ref, "wider": wider, "best": None, "shape": shape}
+        text = shape_text(shape)
+        if text not in self.benches:
+            started = time.perf_counter()
+            tdtype = tensors.torch_dtype(self.dtype) if self.dtype else None
+            inputs = tuple(self.spec.make_inputs(shape, tdtype, self.ctx.device))
+            wider = exact.run(self.spec.reference_fn, inputs)
+            ref = tensors.outputs(self.spec.reference_fn(*inputs))
+            while len(self.benches) >= BENCHES:  # items come shape by shape: the oldest is done
+                self.benches.pop(next(iter(self.benches)))
+            self.benches[text] = {"inputs": inputs, "ref": ref, "wider": wider}
+            self._add_time("capture_s", time.perf_counter() - started)
+        return self.benches[text]
 
-    def _time_row(self, row: dict, bench: dict, target: Any, samples: int | None = None) -> None:
+    def _time_row(self, row: dict, item: int, target: Any, samples: int | None = None) -> None:
         """Check the config's output against the reference (once), then time it (`samples`: a
         light timing of that many); failures are rows. The seconds each part took are kept."""
         import torch
@@ -292,7 +316,9 @@ class Sweep:
         from workbench.runtime import tensors
         from workbench.sweep.timing import adaptive_ms
 
-        self._running(row)
+        text = shape_text(row["shape"])
+        bench = self._bench(tuple(row["shape"]))
+        self._running(row, item)
         call = lambda: self.spec.kernel_fn(*bench["inputs"])  # noqa: E731
         started, part = time.perf_counter(), "check_s"
         try:
@@ -310,88 +336,164 @@ class Sweep:
                         row["timing_s"] = 0.0
                         return
                 started, part = time.perf_counter(), "timing_s"
-                best = bench["best"]
+                best = self.best.get(text)
                 with gpu_lock.alone(self.ctx.device):
                     row.update(adaptive_ms(call, best, samples))
                 row["timing_s"] = round(time.perf_counter() - started, 4)
                 if samples is None:  # a light timing is too rough to stop others early
-                    bench["best"] = row["ms"] if best is None else min(best, row["ms"])
+                    self.best[text] = row["ms"] if best is None else min(best, row["ms"])
         except Exception as exc:  # noqa: BLE001 - a failing config is a row; the next one runs
             row[part] = round(time.perf_counter() - started, 4)
             problem = (
                 exc.problem if isinstance(exc, WorkbenchError) else problem_from_exception(exc)
             )
             row.update(status="failed", problem=problem.to_dict())
-            if problem.kind == "cuda-error":  # the context is gone: end here, --resume goes on
-                self._running(None)
-                self._add(row)
+            if problem.kind == "cuda-error":  # the context is gone: this worker ends here
+                self.current = None
+                self.emit({"event": "config", "id": item, "row": row})
                 raise WorkbenchError(Problem(**problem.to_dict())) from exc
         finally:
-            self._running(None)
+            self.current = None
 
-    def _triton(self, text: str, tuner: Any, bench: dict) -> None:
+    def _search(self, item: dict) -> None:
+        """One shape's search by a strategy other than exhaustive: every config compiled (the
+        static start and the rows left untimed need every config's facts), then only those the
+        strategy asks for timed. Coordinate descent beyond the kernel's own configs starts from
+        Triton's pick, so Triton's autotuner runs first there. Rows already known (an earlier
+        run's, or this search's before its worker died) answer what they timed, so a search
+        taken up again retraces its steps. Each row goes back as it is decided, again as later
+        rounds time it."""
+        shape = tuple(item["shape"])
+        text = shape_text(shape)
+        base, tuner = self._launch(shape)
+        configs = [{**c, "shape": item["shape"]} for c in item["search"]]
+        known = {c["row"]["label"]: c for c in configs if c.get("row")}
+        futures: dict[Future, dict] = {}
+        for config in configs:
+            future = None if config.get("row") else self._submit(config)
+            if future is not None:
+                futures[future] = config
+        for future in as_completed(futures):
+            futures[future]["row"].update(self._compiled(future))
+        fresh = {c["row"]["label"]: c for c in futures.values()}
+        ids = {label: c["id"] for label, c in {**known, **fresh}.items()}
+        rows = []
+        for values in _configs(self.params.get("space") or "own", tuner, base):
+            label = space.key(values)
+            config = fresh.get(label) or known.get(label)
+            row = config["row"] if config else self.done.get((text, label))
+            if row and row.get("resources") and row["status"] != "pruned":
+                rows.append(row)
+        space_labels = {r["label"] for r in rows}
+        for label, config in fresh.items():
+            if label not in space_labels:  # failed to compile, or pruned
+                self.emit({"event": "config", "id": config["id"], "row": config["row"]})
+        name = self.strategy
+        budget = Budget(**self.params["budget"]) if self.params.get("budget") else None
+        budget = budget or strategy.default_budget(name, len(rows))
+        start = None
+        pick = None
+        if name == "coordinate" and rows:
+            if tuner is not None and strategy.starts_from_triton(self.params.get("space")):
+                pick = self._triton(item)  # its start: Triton's pick, timed first
+            start = strategy.static_start(rows, (pick or {}).get("label"))
+        by_label = {r["label"]: r for r in rows}
+        count = 0
+        target = tuner if tuner is not None else base.fn
+
+        def evaluate(values: Values, samples: int | None) -> dict:
+            nonlocal count
+            row = by_label[space.key(values)]
+            count += 1
+            answer = _recorded(row, samples)
+            if answer is not None:
+                return answer
+            row.setdefault("chosen_by", name)
+            row.setdefault("order", count)
+            checked = row.get("check") is not None
+            started = time.perf_counter()
+            self._time_row(row, ids.get(row["label"], -1), target, samples)
+            self._add_time("timing_s", time.perf_counter() - started)
+            if samples is not None or "rounds" in row:  # successive halving's rounds
+                kept = ("samples", "ms", "p20", "p80", "timing_s")
+                row.setdefault("rounds", []).append({k: row.get(k) for k in kept})
+            if row["label"] in ids:
+                self.emit({"event": "config", "id": ids[row["label"]], "row": row})
+            return {**row, "check_s": 0.0 if checked else row.get("check_s")}
+
+        seed = int(self.params.get("seed") or 0)
+        found = strategy.Space([r["values"] for r in rows])
+        trace = strategy.search(name, found, evaluate, budget, seed, start and start[0])
+        for row in rows:
+            if row["label"] in ids and row.get("samples", 0) == 0 and row["status"] == "ok":
+                row.update(status="skipped", reason=f"{name} chose others ({budget.text()})")
+                self.emit({"event": "config", "id": ids[row["label"]], "row": row})
+        shape_trace = {
+            "configs": len(rows),
+            "start": {"label": start[0], "from": start[1]} if start else None,
+            **trace.summary(),
+        }
+        head = {"name": name, "budget": budget.to_dict(), "seed": seed}
+        self.emit({"event": "searched", "id": item["id"], "strategy": head, "trace": shape_trace})
+
+    def _triton(self, item: dict) -> dict:
+        """Triton's own autotuner on the shape's inputs (its configs compiled by now)."""
         from workbench.sweep.timing import persisted, triton_pick
 
+        started = time.perf_counter()
+        shape = tuple(item["shape"])
+        base, tuner = self._launch(shape)
+        bench = self._bench(shape)
+        self._running(
+            {"shape": item["shape"], "label": "Triton's own pick", "values": {}}, item["id"]
+        )
         try:
             pick = triton_pick(tuner, lambda: self.spec.kernel_fn(*bench["inputs"]))
         except Exception as exc:  # noqa: BLE001 - the comparison is optional; say why it is missing
             pick = {"label": None, "problem": problem_from_exception(exc).to_dict()}
-        self.result.triton[text] = pick
-        self.result.persisted[text] = persisted(tuner)
-        self._save()
-
-    def _add(self, row: dict) -> None:
-        with self.lock:
-            self.result.rows.append(row)
-        self._save()  # on disk before anyone is told: a cancel right after the event keeps it
-        self.ctx.emit({"event": "config", "row": row})
+        finally:
+            self.current = None
+        self._add_time("triton_s", time.perf_counter() - started)
+        event = {"event": "triton", "shape": shape_text(shape), "pick": pick}
+        self.emit({**event, "persisted": persisted(tuner)})
+        return pick
 
     def _add_time(self, name: str, seconds: float) -> None:
-        timings = self.result.timings
-        timings[name] = round(timings.get(name, 0.0) + seconds, 3)
+        self.timings[name] = round(self.timings.get(name, 0.0) + seconds, 3)
 
-    def _running(self, row: dict | None) -> None:
-        with self.lock:
-            self.current = (time.monotonic(), row) if row else None
-            self.result.running = {k: row[k] for k in ("shape", "label", "values")} if row else None
-        self._save()
-
-    def _save(self) -> None:
-        with self.lock:
-            text = json.dumps(self.result.record(), default=str)
-        tmp = self.file.with_suffix(".tmp")
-        tmp.write_text(text)
-        tmp.replace(self.file)  # a killed process leaves the last whole file
-
-    def _emit_progress(self, done: int, total: int, case: str) -> None:
-        self.ctx.emit({"event": "progress", "done": done, "total": total, "case": case})
+    def _running(self, row: dict, item: int) -> None:
+        """Say which config runs now: what a death or the watchdog blames."""
+        self.current = (time.monotonic(), row, item)
+        self.emit({"event": "running", "id": item})
 
     def _watch(self) -> None:
         """End the process (and its compile workers) when one config overruns: a hung kernel
-        cannot be interrupted; the running config stays named in sweep.json for --resume."""
+        cannot be interrupted; the running config is named first, so that it is blamed alone."""
         limit = float(self.params.get("config_timeout") or CONFIG_TIMEOUT)
         while True:
             time.sleep(0.5)
             current = self.current
             if current and time.monotonic() - current[0] > limit:
-                self.ctx.emit({"event": "config-timeout", "label": current[1]["label"]})
+                self.emit(
+                    {"event": "config-timeout", "id": current[2], "label": current[1]["label"]}
+                )
+                time.sleep(LAST_WORDS_S)
                 for child in multiprocessing.active_children():
                     child.kill()
                 os._exit(124)
 
 
-def _recorded(row: dict, samples: int | None) -> dict | None:
-    """The row's answer to a timing at `samples` (None: the full one) when it already holds it
-    (this run's or the resumed run's): a failure, a timing of that many samples, or a full
-    timing, which answers a light one too; else None."""
-    if row["status"] in analysis.FAILED:
-        return {**row, "check_s": 0.0, "timing_s": 0.0}
-    if row["status"] != analysis.TIMED or row["ms"] is None:
-        return None
-    done = [r for r in row.get("rounds", []) if r["samples"] == samples]
-    if done:
-        return {**row, **done[0], "check_s": 0.0}
-    return {**row, "check_s": 0.0} if row.get("stop") != "light" else None
+def _save(work: WorkQueue, file: Path, current: tuple[float, dict, int] | None) -> None:
+    """sweep.json as it stands, naming the config running (what --resume blames if this process
+    ends on it)."""
+    record = work.record()
+    if record is None:
+        return
+    if current is not None:
+        record.running = {k: current[1][k] for k in ("shape", "label", "values")}
+    tmp = file.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record.record(), default=str))
+    tmp.replace(file)  # a killed process leaves the last whole file
 
 
 def config_launch(base: Launch, values: Values, pre_hook: Any) -> Launch:
@@ -408,6 +510,20 @@ def config_launch(base: Launch, values: Values, pre_hook: Any) -> Launch:
             a.block_shape = list(a.block_shape)
     pre_hook({**dict(zip(names, args)), **kwargs})
     return Launch(launch.fn, tuple(args), kwargs, launch.tuned, launch.grid)
+
+
+def _recorded(row: dict, samples: int | None) -> dict | None:
+    """The row's answer to a timing at `samples` (None: the full one) when it already holds it
+    (this run's or the resumed run's): a failure, a timing of that many samples, or a full
+    timing, which answers a light one too; else None."""
+    if row["status"] in analysis.FAILED:
+        return {**row, "check_s": 0.0, "timing_s": 0.0}
+    if row["status"] != analysis.TIMED or row["ms"] is None:
+        return None
+    done = [r for r in row.get("rounds", []) if r["samples"] == samples]
+    if done:
+        return {**row, **done[0], "check_s": 0.0}
+    return {**row, "check_s": 0.0} if row.get("stop") != "light" else None
 
 
 def _target(launches: list[Launch]) -> tuple[Launch, Any]:
@@ -508,6 +624,13 @@ def _row(shape: Shape, values: Values) -> dict:
         "check": None,
         "problem": None,
     }
+
+
+def _blank(shape: Shape, values: Values, base: Launch, tuner: Any) -> dict:
+    """A config's row before it runs; "launched" marks the config the kernel runs as written
+    (an autotuned one's pick is not known here)."""
+    launched = space.key(_launch_values(base)) if tuner is None else None
+    return {**_row(shape, values), "launched": space.key(values) == launched}
 
 
 def _previous(path: str | None) -> dict[tuple[str, str], dict]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
@@ -32,7 +33,9 @@ class CompilePool:
     def __init__(self, jobs: int):
         self.jobs = max(1, jobs)
         context = multiprocessing.get_context("fork")
-        self.executor = ProcessPoolExecutor(self.jobs, mp_context=context)
+        self.executor = ProcessPoolExecutor(
+            self.jobs, mp_context=context, initializer=_follow_parent, initargs=(os.getpid(),)
+        )
         self.executor.submit(os.getpid).result()  # forks every worker now, before any CUDA use
 
     def submit(self, launch: Launch, arch: int, cubin: Path) -> Future:
@@ -45,6 +48,19 @@ class CompilePool:
 
     def close(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _follow_parent(parent: int) -> None:
+    """In a worker: end with the process that forked it, however that one ended (a segfault
+    leaves no one to close the pool). A Ray actor's death is seen only once every process
+    holding its sockets is gone."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def compile_task(where: tuple[str, str], arch: int, bound: tuple, cubin: str) -> dict:

@@ -17,7 +17,7 @@ from workbench.sweep.analysis import summarize
 EXPLAINED = ("shapes", "minimal_set", "buckets", "summary")
 """The keys `to_dict` adds to the recorded ones (recomputed on reading)."""
 OPTIONAL = ("notes", "shards", "store_problem", "device", "problems", "strategy", "buckets")
-"""Recorded keys written only when set: a single-GPU sweep has no shards, an exhaustive one no
+"""Recorded keys written only when set: a sweep by one worker has no shards, an exhaustive one no
 strategy, a one-shape one no buckets, and one recorded before the static model has no device or
 problem facts."""
 
@@ -35,6 +35,8 @@ class SweepResult:
     space: str
     jobs: int
     shard: list[int] | None
+    """The fixed share of the configs an older multi-GPU run gave this job; None since every
+    worker pulls from one queue."""
     rows: list[dict[str, Any]] = field(default_factory=list)
     triton: dict[str, dict] = field(default_factory=dict)
     """Shape -> Triton's own autotuner pick there (`sweep.timing.triton_pick`)."""
@@ -51,7 +53,8 @@ class SweepResult:
     complete: bool = False
     notes: list[str] = field(default_factory=list)
     shards: list[dict] | None = None
-    """Per GPU of a merged sweep: its gpu_index, timings and row count."""
+    """Per worker of a sweep by several (GPUs, hosts, or one started again where one died):
+    its name, gpu_index, host, rows, timings, how it ended and the configs it lost to others."""
     plot: str | None = None
     """The PNG drawn beside the runs (None in the job's own result, or with nothing timed)."""
     store_problem: dict | None = None
