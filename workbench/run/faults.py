@@ -95,6 +95,9 @@ def _compile_message(exc: BaseException, text: str) -> str:
     """Triton's message opens with "at LINE:COL:" (counted inside the function) and the source;
     with the absolute line known (the Problem's file:line) the error itself is enough."""
     message = getattr(exc, "error_message", None)
+    cause = exc.__cause__
+    if not message and cause is not None and not hasattr(cause, "error_message"):
+        message = str(cause)  # 3.4 keeps a builtin's error (tl.arange's, say) as the cause only
     if message and _compile_site(exc):
         return str(message).strip().splitlines()[-1]
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]

@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not gpu:
             os.environ["TRITON_INTERPRET"] = "1"
-            compat.fix_interpreter_loop_bounds()  # imports triton: after the switch above
+            compat.fix_interpreter()  # imports triton: after the switch above
         ctx = Context("cuda" if gpu else "cpu", not gpu, args.run_dir, emit, args.file)
         spec = _spec(args.file, args.kernel) if args.kernel else None
         module, func = KINDS[args.kind].split(":")
