@@ -18,6 +18,8 @@ from conftest import FIXTURES
 from workbench.cache import clear, findings, scan
 from workbench.runtime.errors import WorkbenchError
 
+pytestmark = pytest.mark.versions  # CI runs these under every Triton release
+
 MAKE = FIXTURES / "cache_versions" / "make.py"
 
 

@@ -66,7 +66,8 @@ def test_a_loop_with_a_runtime_bound_runs_in_the_interpreter():
     assert torch.allclose(y.sum(), x.sum(), rtol=1e-5)
 
 
-def test_a_kernel_compiles_after_an_interpreted_launch_in_the_same_process():
+def test_a_kernel_compiles_after_an_interpreted_launch_in_the_same_process(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))  # compiled here, not read back
     x = torch.ones(64)
     _jit(_scale, interpreted=True)[(1,)](x, torch.empty_like(x), 64, BLOCK=64)
     compiled = compat.cross_compile(_jit(_scale, interpreted=False), 90, (x, x, 64), {"BLOCK": 64})
@@ -115,3 +116,17 @@ def test_the_autotuner_reads_as_the_sweep_reads_it():
             {"BLOCK": 64, "num_warps": 2, "num_ctas": 1, "num_stages": 3}
         ]
     assert len(tuner.configs) == 3
+
+
+def test_an_interpreted_autotuner_runs_its_first_config_alone():
+    configs = [triton.Config({"BLOCK": 32}, num_warps=1), triton.Config({"BLOCK": 64})]
+    tuner = triton.autotune(configs, key=["n"])(_jit(_scale, interpreted=True))
+    x = torch.arange(100, dtype=torch.float32)
+    y = torch.zeros_like(x)
+    seen: list[dict] = []
+    with compat.first_config_only([tuner]) as pinned, launches.recorded(seen):
+        tuner[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, y, 100)
+    [note] = pinned  # str(Config): 3.9 adds ir_override
+    assert note.startswith("_scale: BLOCK: 32, num_warps: 1, num_ctas: 1, num_stages: 3")
+    assert torch.equal(y, 2 * x) and len(tuner.configs) == 2
+    assert seen == [{"kernel": "_scale", "grid": [4], "constexprs": {"BLOCK": 32}}]
