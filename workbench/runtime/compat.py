@@ -65,7 +65,15 @@ def device_arch() -> int:
     """Compute capability of the current GPU as an int (90 for sm_90)."""
     from triton.runtime.driver import driver
 
-    return int(driver.active.get_current_target().arch)
+    target = driver.active.get_current_target()
+    if target is None:
+        raise fail(
+            "needs-gpu",
+            "Triton's driver has no current GPU",
+            "run on a host whose GPU torch.cuda.is_available() sees",
+            source="environment",
+        )
+    return int(target.arch)
 
 
 def is_interpreted(obj: Any) -> bool:
@@ -185,9 +193,9 @@ def _launch_through_run() -> None:
     def launcher(self: Any, grid: Any) -> Any:
         return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
 
-    InterpretedFunction.__init__ = __init__  # type: ignore[method-assign]
-    InterpretedFunction.run = run  # type: ignore[attr-defined]
-    InterpretedFunction.__getitem__ = launcher  # type: ignore[method-assign]
+    InterpretedFunction.__init__ = __init__
+    InterpretedFunction.run = run
+    InterpretedFunction.__getitem__ = launcher
 
 
 @contextlib.contextmanager
