@@ -21,8 +21,9 @@ def advice(facts: Facts, placed: Placement | None) -> str | None:
     where = f", {placed.short}" if placed is not None and placed.ratio is not None else ""
     best, name = min((s, n) for s, n in ((vs_torch, "torch"), (vs_compile, "torch.compile")) if s)
     launch = facts.launch
-    replayed = launch is not None and launch.graph_correct and launch.graph_ms and rec.torch_ms
-    graph = rec.torch_ms / launch.graph_ms if replayed else None
+    graph = None
+    if launch is not None and launch.graph_correct and launch.graph_ms and rec.torch_ms:
+        graph = rec.torch_ms / launch.graph_ms
     if best < 1 - SAME and graph and graph >= 1 + SAME:
         return (
             f"keep it, replayed from one CUDA graph: {graph:.2f}x torch that way; launched "
@@ -34,7 +35,7 @@ def advice(facts: Facts, placed: Placement | None) -> str | None:
             f"({speeds}{where})"
         )
     reference = placed.ratio / vs_torch if placed is not None and placed.ratio else None
-    if best < 1 + SAME and reference is not None and reference >= NEAR_PEAK:
+    if best < 1 + SAME and placed is not None and reference is not None and reference >= NEAR_PEAK:
         return (
             f"do not bother: torch already runs at {reference:.2f}x of {placed.ceiling} and this "
             f"kernel matches it ({speeds}); a Triton kernel pays when it fuses work the library "

@@ -37,7 +37,7 @@ def roofline(records: list[BenchRecord], ceil: Ceilings, title: str, path: Path)
         return None
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    intensity = [r.flops / r.bytes for r in placed]
+    intensity = [r.flops / r.bytes for r in placed if r.flops and r.bytes]
     # the roofs of the dtypes shown (float32 runs on TF32 units), highest first
     rates = {d: ceil.matmul_rate(d) for d in sorted({r.compute_dtype or r.dtype for r in placed})}
     rates = dict(sorted(rates.items(), key=lambda kv: -kv[1]))
