@@ -16,7 +16,7 @@ import time
 os.environ["TRITON_INTERPRET"] = "1"
 from workbench.runtime import compat  # noqa: E402
 
-compat.fix_interpreter_loop_bounds()  # imports triton: after the switch above
+compat.fix_interpreter()  # imports triton: after the switch above
 
 from workbench.catalog.discovery import discover  # noqa: E402
 from workbench.catalog.loader import load_spec  # noqa: E402

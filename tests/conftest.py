@@ -190,7 +190,7 @@ _CHECKS = """
 import json, os, sys
 os.environ["TRITON_INTERPRET"] = "1"
 from workbench.runtime import compat
-compat.fix_interpreter_loop_bounds()  # imports triton: after the switch above
+compat.fix_interpreter()  # imports triton: after the switch above
 from workbench.catalog.discovery import discover
 from workbench.catalog.loader import load_spec
 from workbench.check.job import job

@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+import triton
 from conftest import FAULTY, FIXTURES, cli
 
 from workbench.cache.report import build_report
@@ -173,7 +174,8 @@ def test_a_cancel_while_the_keys_are_recomputed_keeps_the_scan(tmp_path, monkeyp
     assert time.monotonic() - started < 60  # the job's own timeout is 600 s
     assert report["problem"]["kind"] == "cancelled" and report["reach"] is None
     assert report["scan"]["compiled"][0]["name"] == "scale_kernel"
-    assert {"group-elsewhere", "other-triton"} <= {f["id"] for f in report["findings"]}
+    other = {"other-triton"} if triton.__version__ != "3.4.0" else set()  # the fixture's is 3.4.0
+    assert {"group-elsewhere", *other} <= {f["id"] for f in report["findings"]}
 
 
 def test_keys_the_job_sent_before_a_cancel_stay_in_the_report(tmp_path, monkeypatch):

@@ -14,6 +14,8 @@ from conftest import FIXTURES
 
 from workbench.cache import keys, live, scan
 
+pytestmark = pytest.mark.versions  # CI runs these under every Triton release
+
 VERSIONS = FIXTURES / "cache_versions"
 MAKE = VERSIONS / "make.py"
 

@@ -17,6 +17,8 @@ from workbench.diagnosis.errors import check_errors, classify
 from workbench.diagnosis.pitfalls import fix_text
 from workbench.run.faults import problem_from_exception
 
+pytestmark = pytest.mark.versions  # CI runs these under every Triton release
+
 
 def _cross_compile(fn, signature: dict, constexprs: dict) -> None:
     triton.compile(ASTSource(fn, signature, constexprs), target=GPUTarget("cuda", 90, 32))

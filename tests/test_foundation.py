@@ -66,6 +66,7 @@ def test_exception_at_import_names_file_and_line():
     assert "KeyError" in out.problem.cause
 
 
+@pytest.mark.versions
 def test_kernel_exception_is_a_case_error_with_the_users_line():
     out = check("fault_raises")
     case = out.result["cases"][0]
@@ -75,6 +76,7 @@ def test_kernel_exception_is_a_case_error_with_the_users_line():
     assert out.result["correct"] is False
 
 
+@pytest.mark.versions
 def test_compile_error_points_at_the_kernel_line():
     case = check("fault_compile").result["cases"][0]
     assert case["problem"]["kind"] == "compile-error"
@@ -128,12 +130,14 @@ def test_child_crash_ends_only_that_job(name, kind):
     assert check("fault_free_copy").result["correct"] is True  # the parent carries on
 
 
+@pytest.mark.versions
 def test_output_shape_mismatch_is_named():
     case = check("fault_shape").result["cases"][0]
     assert case["problem"]["kind"] == "shape-mismatch"
     assert "(63,)" in case["reason"] and "(64,)" in case["reason"]
 
 
+@pytest.mark.versions
 def test_stride_only_errors_are_recognised():
     result = check("fault_strided").result
     by_layout = {c["layout"]: c for c in result["cases"]}
@@ -142,6 +146,7 @@ def test_stride_only_errors_are_recognised():
     assert result["summary"]["stride_only_errors"] is True
 
 
+@pytest.mark.versions
 def test_bf16_is_skipped_in_the_interpreter_never_passed():
     result = check("fault_free_copy").result
     bf16 = [c for c in result["cases"] if c["dtype"] == "bfloat16"]
@@ -149,6 +154,7 @@ def test_bf16_is_skipped_in_the_interpreter_never_passed():
     assert result["correct"] is True and result["summary"]["passed"] == 1
 
 
+@pytest.mark.versions
 def test_check_cli_exit_status_and_json():
     bad = cli("check", "fault_strided", "--path", str(FAULTY), "--json")
     assert bad.returncode == 4  # right on its own inputs, wrong on strided copies of them

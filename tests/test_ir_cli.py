@@ -40,6 +40,7 @@ def runs(tmp_path_factory) -> Runs:
     return Runs(tmp_path_factory.mktemp("ir"))
 
 
+@pytest.mark.versions
 def test_ir_writes_every_stage_and_maps_lines(runs):
     out = runs.root / "softmax"
     outcome = runs.json("ir", "row_softmax", "--path", KERNELS, "--out", str(out))
@@ -90,6 +91,7 @@ def test_copies_of_one_kernel_file_each_map_to_themselves(tmp_path):
         assert set(variant["sourcemap"]["ttir"]) == {str(folder / "ir_small.py")}, copy
 
 
+@pytest.mark.versions
 def test_spill_found_by_cross_compiling_and_gone_with_more_warps(runs):
     diff = runs.json("ir", "pitfall_spill", "--diff", "num_warps=8")
     rows = {r["field"]: r for r in diff["resources"]}
@@ -101,6 +103,7 @@ def test_spill_found_by_cross_compiling_and_gone_with_more_warps(runs):
     assert stages["ttgir"]["added"] > 0 and stages["sass"]["removed"] > 0
 
 
+@pytest.mark.versions
 def test_resources_lists_the_static_findings(runs):
     result = runs.json("resources", "flawed", "--path", KERNELS)["result"]
     ids = {f["id"] for f in result["findings"]}
@@ -116,6 +119,7 @@ def test_resources_lists_the_static_findings(runs):
     assert result["irregular_shapes"] == [[15, 15]]
 
 
+@pytest.mark.versions
 def test_every_autotune_config_with_its_pre_hook(runs):
     result = runs.json("resources", "tma_copy", "--path", KERNELS)["result"]
     labels = [v["label"] for v in result["variants"]]
@@ -148,6 +152,7 @@ def test_resources_text_output(runs):
     assert "register-spill" in proc.stdout and "limited by registers" in proc.stdout
 
 
+@pytest.mark.versions
 def test_jit_helpers_from_a_package_module_compile(runs):
     # Imported under the interpreter first, `from ir_pkg import _helpers` must come back
     # compilable, not as the package attribute left from the interpreted import.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 
+import pytest
 import triton
 import triton.language as tl
 from conftest import FIXTURES
@@ -19,6 +20,8 @@ from triton.compiler import ASTSource
 from workbench.diagnosis.masks import off_by_one
 from workbench.ir import pointers
 from workbench.ir.linemap import map_mlir
+
+pytestmark = pytest.mark.versions  # CI runs these under every Triton release
 
 SIG = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}
 

@@ -21,6 +21,8 @@ from workbench.ir.linemap import (
 )
 from workbench.ir.result import IrVariant
 
+pytestmark = pytest.mark.versions  # CI runs these under every Triton release
+
 KERNEL = "ir_small.py"
 # Lines of _row_softmax in the fixture module (checked against the file below).
 LOAD, MAX, EXP, SUM, STORE = 15, 16, 17, 18, 19

@@ -56,7 +56,7 @@ _TMA_SCRIPT = textwrap.dedent(
     from kernels import attention as at, matmul as mm
     from workbench.runtime import compat
 
-    compat.fix_interpreter_loop_bounds()  # what the worker does (Triton < 3.9, numpy >= 2.4)
+    compat.fix_interpreter()  # what the worker does (Triton < 3.7, numpy >= 2.4)
     F = torch.nn.functional
     worst = 0.0
     # strides of 16 elements: Triton 3.4's interpreter checks them in elements, not bytes

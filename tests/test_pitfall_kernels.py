@@ -160,6 +160,7 @@ def _ttir(name: str, dtype: str) -> list[str]:
     return [compat.cross_compile(x.fn, 90, x.args, x.kwargs).asm["ttir"] for x in launches]
 
 
+@pytest.mark.versions
 def test_bf16_running_sum_shows_in_ttir():
     (ttir,) = _ttir("pitfall_bf16_acc", "bfloat16")
     tile = r"tensor<64x64x(?P<t>\w+)>"
@@ -173,6 +174,7 @@ def test_bf16_running_sum_shows_in_ttir():
     assert "tensor<64x64xbf16>" not in re.search(r"scf\.for .* -> \((.*)\)", fixed).group(1)
 
 
+@pytest.mark.versions
 def test_atomic_add_across_programs_shows_in_ttir():
     (ttir,) = _ttir("pitfall_atomics", "float32")
     assert re.search(r"tt\.atomic_rmw fadd, \w+, \w+, [^:]*: \(!tt\.ptr<f32>, f32", ttir)

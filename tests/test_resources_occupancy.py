@@ -13,6 +13,8 @@ from workbench.diagnosis.static import occupancy_finding, spill_finding
 from workbench.ir.occupancy import block_shared, occupancy, parse_arch
 from workbench.ir.resources import agreement, parse_resource_usage, resources
 
+pytestmark = pytest.mark.versions  # CI runs these under every Triton release
+
 
 def test_register_limited_matmul_tile():
     # 255 registers -> 8192 per warp -> 2 warps per sub-partition -> 8 warps per SM.

@@ -34,6 +34,7 @@ def three_name(tmp_path_factory) -> dict:
     return json.loads(out.stdout)
 
 
+@pytest.mark.versions
 def test_own_configs_of_a_plain_autotune_module_compile_with_resources(three_name):
     result = three_name["result"]
     assert result["mode"] == "cross-compile" and result["arch"] == "sm_90"
@@ -64,6 +65,7 @@ def test_the_result_reads_back_as_the_cli_printed_it(three_name):
     assert result.summary["failed"] == 1 and len(result.rows) == 3 and result.plot is None
 
 
+@pytest.mark.versions
 def test_a_file_space_prunes_what_cannot_fit_and_records_what_cannot_compile():
     out = cli(
         "sweep",
@@ -242,6 +244,7 @@ async def test_sweep_pane_shows_live_rows_and_a_finished_sweep(three_name):
         assert "triton.Config({'BLOCK': 1024}, num_warps=8, num_stages=3)" in snippet
 
 
+@pytest.mark.versions
 def test_configs_the_kernels_own_prune_drops_are_shown_pruned_not_compiled():
     path = str(FIXTURES / "sweep_pruned.py")
     out = cli("sweep", "sweep_pruned", "--path", path, "--json", env={"WORKBENCH_DEVICE": "cpu"})

@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from workbench.bench.result import Ceilings
 from workbench.run import store
@@ -34,7 +35,7 @@ def quantiles_ms(fn: Callable[[], object]) -> tuple[float, float, float]:
     """(median, 20th, 80th percentile) ms of fn, L2 flushed before every call."""
     from triton.testing import do_bench
 
-    p50, p20, p80 = do_bench(fn, quantiles=QUANTILES)
+    p50, p20, p80 = cast("list[float]", do_bench(fn, quantiles=QUANTILES))  # one per quantile
     return float(p50), float(p20), float(p80)
 
 

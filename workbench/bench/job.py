@@ -97,7 +97,7 @@ def run_bench(
             rec.status, rec.reason, rec.problem = "error", problem.cause, problem.to_dict()
         result.records.append(rec)
         emit({"event": "record", "record": rec.to_dict()})
-        if (rec.problem or {}).get("kind") == "cuda-error":
+        if rec.problem and rec.problem.get("kind") == "cuda-error":
             raise WorkbenchError(Problem(**rec.problem))  # the CUDA context is gone
     emit({"event": "progress", "done": len(cases), "total": len(cases), "case": ""})
     return result

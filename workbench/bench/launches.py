@@ -67,15 +67,15 @@ def _capture(call: Callable[[], Any]) -> tuple[torch.cuda.CUDAGraph, Any]:
 
 def _kernels_of(call: Callable[[], Any]) -> dict[str, Any]:
     """Kernels one call launches, their summed duration and the mean idle gap between them."""
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import DeviceType, ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         call()
         torch.cuda.synchronize()
     spans = sorted(
         (e.time_range.start, e.time_range.end)
-        for e in prof.events()
-        if e.device_type == torch.autograd.DeviceType.CUDA and e.time_range.end > 0
+        for e in prof.events() or []
+        if e.device_type == DeviceType.CUDA and e.time_range.end > 0
     )
     if not spans:
         return {"launches": 0, "gpu_busy_ns": 0.0}

@@ -8,7 +8,7 @@ keeps them when it cancels the job midway or it times out.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from workbench.cache import keys, live
@@ -241,13 +241,13 @@ def _runner(spec: KernelSpec, item: dict):
     return lambda: spec.kernel_fn(*args)
 
 
-def _time(tuner: Any, key: tuple, config: Any, run) -> list[float]:
+def _time(tuner: Any, key: tuple, config: Any, run: Callable[[], object]) -> list[float]:
     """[p50, p20, p80] ms of the launcher with `config` served for `key` (inf if it fails)."""
-    from triton.testing import do_bench
+    from workbench.bench.ceilings import quantiles_ms
 
     tuner.cache[key] = config
     try:
-        return [float(x) for x in do_bench(run, quantiles=[0.5, 0.2, 0.8])]
+        return list(quantiles_ms(run))
     except Exception:  # noqa: BLE001 - out of resources etc.: Triton's autotuner says inf too
         return [float("inf")] * 3
 

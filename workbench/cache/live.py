@@ -13,7 +13,7 @@ def triton_key() -> str:
     try:
         from triton.runtime.cache import triton_key  # 3.5+
     except ImportError:
-        from triton.compiler.compiler import triton_key  # 3.4
+        from triton.compiler.compiler import triton_key  # type: ignore[attr-defined]  # 3.4
     return triton_key()
 
 

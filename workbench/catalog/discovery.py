@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from workbench.catalog.spec import DTYPES, summary
 from workbench.runtime.errors import Problem, fail
@@ -339,7 +340,8 @@ def _literal(node: ast.AST | None, names: dict[str, ast.expr]) -> object:
         return None
 
 
-def _evaluate(node: ast.AST, names: dict[str, ast.expr]) -> object:
+def _evaluate(node: ast.AST, names: dict[str, ast.expr]) -> Any:
+    """The literal's value; an operation on values it does not apply to raises TypeError."""
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.Name):
@@ -350,13 +352,13 @@ def _evaluate(node: ast.AST, names: dict[str, ast.expr]) -> object:
         out: dict = {}
         for k, v in zip(node.keys, node.values):
             value = _evaluate(v, names)
-            out.update(value if k is None else {_evaluate(k, names): value})  # type: ignore[arg-type]
+            out.update(value if k is None else {_evaluate(k, names): value})
         return out
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return -_evaluate(node.operand, names)  # type: ignore[operator]
+        return -_evaluate(node.operand, names)
     if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
         left, right = _evaluate(node.left, names), _evaluate(node.right, names)
-        huge = isinstance(node.op, (ast.Pow, ast.LShift)) and right > 64  # type: ignore[operator]
+        huge = isinstance(node.op, (ast.Pow, ast.LShift)) and right > 64
         if isinstance(left, int) and isinstance(right, int) and not huge:
             return _OPS[type(node.op)](left, right)
     raise ValueError("not a literal")

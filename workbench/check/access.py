@@ -85,7 +85,8 @@ def where(r: dict) -> str:
 
 def describe(r: dict, via: bool = True) -> str:
     """'1 element of y written past its end (offset 1000 of 1000) at k.py:31'."""
-    kind, n = r["kind"], int(r.get("count") or 0)
+    kind: str = r["kind"]
+    n = int(r.get("count") or 0)
     if kind in ("write", "read"):
         end = "before its start" if r.get("side") == "before" else "past its end"
         what = f"{n:,} element{'s' * (n != 1)} of {r['tensor']} {KINDS[kind].split()[0]} {end}"

@@ -37,8 +37,9 @@ _POISON = {  # NumPy dtype -> (unsigned view, the UNWRITTEN NaN's bits)
 _SKIP = tuple(
     {
         folder + "/"
-        for m in (triton, np, torch)
-        for folder in (os.path.dirname(m.__file__), str(Path(m.__file__).resolve().parent))
+        for file in (triton.__file__, np.__file__, torch.__file__)
+        if file
+        for folder in (os.path.dirname(file), str(Path(file).resolve().parent))
     }
 ) + (str(Path(__file__).resolve().parents[1]) + "/",)
 """Frames of these packages are the machinery between a kernel line and the memory op."""
@@ -272,5 +273,5 @@ def _kernel_line() -> tuple[str | None, int | None]:
         name = frame.f_code.co_filename
         if not name.startswith(_SKIP) and not name.startswith("<"):
             return name, frame.f_lineno
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     return None, None

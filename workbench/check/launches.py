@@ -59,7 +59,7 @@ def _note(into: list[dict], fn: Any, args: tuple, kwargs: dict) -> None:
             *args, **{k: v for k, v in kwargs.items() if k in params}
         )
         bound.apply_defaults()
-        grid = kwargs["grid"]
+        grid: Any = kwargs["grid"]
         if callable(grid):
             grid = grid({**kwargs, **bound.arguments})
         constexprs = {

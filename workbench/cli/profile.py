@@ -7,13 +7,19 @@ import sys
 import textwrap
 import threading
 import time
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-from workbench.catalog.discovery import discover
+from workbench.catalog.discovery import KernelEntry, discover
 from workbench.cli.options import add_command_options
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import parse_settings
 from workbench.views import rows as views
 from workbench.views.text import fmt, print_json, print_problem, run_footer, table
+
+if TYPE_CHECKING:
+    from workbench.profilers.session import ProfileRun, Request
+    from workbench.run.jobs import OnEvent
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -129,7 +135,9 @@ def _refuse_other_kernel(result: dict, name: str | None) -> None:
         )
 
 
-def _run_cancellable(session, entry, req, on_event):  # type: ignore[no-untyped-def]
+def _run_cancellable(
+    session: ModuleType, entry: KernelEntry, req: Request, on_event: OnEvent | None
+) -> ProfileRun:
     """Ctrl-C cancels the profiler and its child (they run in a process session of their own).
 
     The main thread only sleeps: an interrupted `Thread.join` can leave the thread looking

@@ -69,5 +69,5 @@ def _device_row(v: IrVariant) -> tuple:
         d["predicted_spills"],
         agree,
         cross.get("regs", "-"),
-        {True: "yes", False: "no"}.get(cross.get("same_hash"), "-"),
+        {True: "yes", False: "no", None: "-"}.get(cross.get("same_hash"), "-"),
     )

@@ -60,9 +60,9 @@ def _once(rows: list[dict]) -> list[dict]:
     return list(out.values())
 
 
-def _index(findings: list[Finding]) -> dict[tuple[str, str | None], Finding]:
+def _index(findings: list[Finding]) -> dict[tuple[str | None, str | None], Finding]:
     """Our findings by (id, kernel), folded ones under the finding that holds them."""
-    out: dict[tuple[str, str | None], Finding] = {}
+    out: dict[tuple[str | None, str | None], Finding] = {}
     for f in findings:
         kernel = f.evidence.get("kernel")
         out.setdefault((f.id, kernel), f)
@@ -99,8 +99,7 @@ def _silent(peer: str, k: dict) -> str:
     theoretical = k.get("theoretical_occupancy_pct") or 0.0
     achieved = k.get("achieved_occupancy_pct") or 0.0
     fill = grid_fill(k)
-    small = fill is not None and fill["programs"] < fill["sms"]
-    if peer == "occupancy-gap" and small:
+    if peer == "occupancy-gap" and fill is not None and fill["programs"] < fill["sms"]:
         return f"the grid ({fill['programs']} programs) is smaller than the GPU: grid-too-small"
     if peer == "occupancy-gap":
         share = achieved / theoretical if theoretical else 1.0

@@ -169,7 +169,7 @@ def error_growth(facts: Facts) -> list[Finding]:
     check's error trend, which holds only trends past the row's span and growth."""
     trend = _summary(facts).get("error_trend")
     points = sorted(zip(trend.get("sizes") or [], trend.get("rel_l2") or [])) if trend else []
-    if len(points) < 2:
+    if not trend or len(points) < 2:
         return []
     (s0, e0), (s1, e1) = points[0], points[-1]
     evidence = {
@@ -222,7 +222,8 @@ def rng_stream(facts: Facts) -> list[Finding]:
     cases = [c for c in _cases(facts) if c.stochastic]
     if not cases:
         return []
-    off = [c for c in cases if not (c.stochastic.get("rate_ok") and c.stochastic.get("scale_ok"))]
+    both = ("rate_ok", "scale_ok")
+    off = [c for c in cases if not all((c.stochastic or {}).get(k) for k in both)]
     first = (off or cases)[0].stochastic or {}
     shown = ", ".join(f"{k.replace('_', ' ')} {v:.3g}" for k, v in first.items() if _is_number(v))
     if not off:

@@ -5,6 +5,7 @@ read alike."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 SEVERITIES = ("high", "medium", "low", "info")
 """Most severe first; "info" is a fact worth knowing that asks for no change."""
@@ -30,4 +31,7 @@ class Finding:
 
     @classmethod
     def from_dict(cls, d: dict) -> Finding:
-        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__ if k in d or k == "evidence"})
+        fields: dict[str, Any] = {
+            k: d.get(k) for k in cls.__dataclass_fields__ if k in d or k == "evidence"
+        }
+        return cls(**fields)

@@ -12,6 +12,7 @@ by its busy share of a call; `explain` folds a far placement into the finding th
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from workbench.check.result import CheckReport
 from workbench.diagnosis.facts import LaunchFacts
@@ -155,17 +156,17 @@ def apply_roofline(findings: list[Finding], placed: Placement | None) -> list[Fi
 def apply_launch(findings: list[Finding], launch: LaunchFacts | None) -> list[Finding]:
     """The kernels' own time is the busy share of a call: a fix to a kernel saves its gain times
     that share (all of it for one long kernel, little between launches of tiny ones)."""
-    idle = launch.idle_fraction if launch is not None else None
-    if not idle:
+    if launch is None or not launch.idle_fraction:
         return findings
-    busy = 1.0 - idle
+    busy = 1.0 - launch.idle_fraction
     out = []
     for f in findings:
         if kind_of(f) not in ("performance", "occupancy") or f.gain is None:
             out.append(f)
             continue
-        f = replace(f, gain=f.gain * busy)
-        if f.severity != "info" and f.gain < MIN_GAIN:
+        gain = f.gain * busy
+        f = replace(f, gain=gain)
+        if f.severity != "info" and gain < MIN_GAIN:
             why = (
                 f"the GPU is busy {busy:.0%} of a call ({launch.launches} launches): a faster "
                 "kernel saves little of it"
@@ -292,7 +293,12 @@ def kind_of(f: Finding) -> str:
 
 
 def _as_evidence(f: Finding, keep_folded: bool = False) -> dict:
-    out = {"id": f.id, "source": source(f), "title": f.title, "severity": f.severity}
+    out: dict[str, Any] = {
+        "id": f.id,
+        "source": source(f),
+        "title": f.title,
+        "severity": f.severity,
+    }
     if f.file:
         out["at"] = f"{f.file}:{f.line}" if f.line else f.file
     if f.gain is not None:

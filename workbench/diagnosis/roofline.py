@@ -198,7 +198,7 @@ def work(rec: BenchRecord, launches: list[dict]) -> Work:
     nbytes = work_bytes(launches)
     use_flops = rec.flops_source != SPEC and bool(flops)
     use_bytes = rec.bytes_source != SPEC and nbytes is not None
-    if use_bytes and rec.bytes_source == INPUTS_OUTPUTS and rec.bytes is not None:
+    if nbytes is not None and rec.bytes_source == INPUTS_OUTPUTS and rec.bytes is not None:
         use_bytes = nbytes > rec.bytes
     return Work(
         flops if use_flops else rec.flops,
@@ -230,7 +230,7 @@ def _why(f: dict) -> str:
         head = "no FLOP count"
     elif not f["flops"]:
         head = "no FLOPs counted"
-    elif ai is None:
+    elif ai is None or ridge is None:
         head = ""
     else:
         side = "over" if ai > ridge else "under"

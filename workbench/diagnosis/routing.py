@@ -76,7 +76,7 @@ def _advice(
             f"({speeds}{where})"
         )
     reference = placed.ratio / vs_torch if placed is not None and placed.ratio else None
-    if best < 1 + SAME and reference is not None and reference >= NEAR_PEAK:
+    if best < 1 + SAME and placed is not None and reference is not None and reference >= NEAR_PEAK:
         return (
             f"do not bother: torch already runs at {reference:.2f}x of {placed.ceiling} and this "
             f"kernel matches it ({speeds}); a Triton kernel pays when it fuses work the library "

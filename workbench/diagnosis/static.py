@@ -183,7 +183,7 @@ def ir_findings(
             )
         elif m := _DOT.search(line):
             a, acc = _element(m.group("a")), _element(m.group("c"))
-            precision = (_PRECISION.search(line) or [None, "ieee"])[1]
+            precision = (_PRECISION.search(line) or ["", "ieee"])[1]
             if acc in ("f16", "bf16"):
                 add(
                     n,

@@ -108,7 +108,8 @@ def intercepted(launches: list[Launch], targets: set[int] | None) -> Iterator[No
 
     def tune(self: Any, *args: Any, **kwargs: Any) -> Any:
         named = {**dict(zip(self.arg_names, args)), **kwargs}
-        named.pop("grid", None), named.pop("warmup", None)
+        named.pop("grid", None)
+        named.pop("warmup", None)
         tuning[0] = True
         try:
             for config in self.configs:

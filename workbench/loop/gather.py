@@ -92,7 +92,7 @@ def gather(
         if on_step:
             on_step(name, said, seconds)
 
-    def job(kind: str, params: dict, timeout: float | None = None) -> dict | None:
+    def job(kind: str, params: dict, timeout: float | None = None) -> dict:
         outcome = jobs.run_job(jobs.Job(kind, entry, params, timeout or opts.timeout), None, cancel)
         out.runs.append(outcome)
         return result_of(outcome)

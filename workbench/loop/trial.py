@@ -132,7 +132,7 @@ def try_fix(
     space_file.write_text(json.dumps(space))
     params = {"space": str(space_file), "shapes": [shape] if shape else None, "dtype": dtype}
     outcome = _run(jobs.Job("sweep", entry, params), cancel)
-    result = SweepResult.from_dict(outcome.result)
+    result = SweepResult.from_dict(result_of(outcome))
     rows = result.rows
     by_label = {r["label"]: r for r in rows}
     first = by_label.get(launched["label"]) or {}
@@ -162,7 +162,7 @@ def _graph(
     params = {"shapes": [shape] if shape else None, "dtypes": [dtype] if dtype else None}
     # torch.compile of the reference too: for a launch-bound workload, the peer a user would pick
     outcome = _run(jobs.Job("bench", entry, {**params, "launches": True, "compile": True}), cancel)
-    rec = outcome.result["records"][0]
+    rec = result_of(outcome)["records"][0]
     launch = rec.get("launch") or {}
     before = Side("launched eagerly", launch.get("eager_ms"), rec["status"] == "ok")
     after = None

@@ -252,7 +252,7 @@ def _aggregate_source(df: pd.DataFrame) -> pd.DataFrame:
     if df.empty:
         return df
     keys = ["launch", "kernel", "file", "line", "metric"]
-    return df.groupby(keys, as_index=False)["value"].sum()
+    return df.groupby(keys)["value"].sum().reset_index()
 
 
 def _rule_rows(action: Any, launch: int, range_: str, kernel: str) -> list[list]:

@@ -68,7 +68,7 @@ class Kernel:
         return [r for r in runs if r not in damaged], Problem(
             "corrupt-store-row",
             f"{len(damaged)} of the store's {'/'.join(kinds)} runs of {self.name} cannot be "
-            f"decoded: {damaged[0].problem['cause']}",
+            f"decoded: {(damaged[0].problem or {}).get('cause')}",
             f"remove the damaged row from {self.store.path} (sqlite3), or point "
             "WORKBENCH_REPORTS at another store",
             file=str(self.store.path),

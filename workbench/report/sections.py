@@ -182,7 +182,7 @@ class _Builder:
             why = f": {run.problem.get('cause')}" if run.problem else ""
             self.add(para(f"The newer {run_text(run)} ended {run.status}{why}"))
         self.run = found.run
-        if found.value is None:
+        if found.value is None or found.run is None:
             self.cells[part] = "-"
             return False
         self.add(para("From ", run_text(found.run), "."))
@@ -462,7 +462,7 @@ class _Builder:
         found = self.k.newest(("diagnose-try",), collect.read_trial, "diagnose")
         for p in found.problems:
             self.problem(p)
-        if found.value is None:
+        if found.value is None or found.run is None:
             return
         self.run = found.run
         t = found.value

@@ -95,6 +95,9 @@ def _compile_message(exc: BaseException, text: str) -> str:
     """Triton's message opens with "at LINE:COL:" (counted inside the function) and the source;
     with the absolute line known (the Problem's file:line) the error itself is enough."""
     message = getattr(exc, "error_message", None)
+    cause = exc.__cause__
+    if not message and cause is not None and not hasattr(cause, "error_message"):
+        message = str(cause)  # 3.4 keeps a builtin's error (tl.arange's, say) as the cause only
     if message and _compile_site(exc):
         return str(message).strip().splitlines()[-1]
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
@@ -106,7 +109,8 @@ def _compile_site(exc: BaseException) -> tuple[str, int] | None:
     function's `def`: the JITFunction with that source is a frame's self, src or fn on the way
     (Triton strips its code generator's frames, not those of the compile call or the launch)."""
     node, src = getattr(exc, "node", None), getattr(exc, "src", None)
-    if not isinstance(getattr(node, "lineno", None), int) or src is None:
+    lineno = getattr(node, "lineno", None)
+    if not isinstance(lineno, int) or src is None:
         return None
     for frame, _ in traceback.walk_tb(exc.__traceback__):
         for value in (frame.f_locals.get(k) for k in ("self", "src", "fn")):
@@ -115,7 +119,7 @@ def _compile_site(exc: BaseException) -> tuple[str, int] | None:
             if getattr(jit, "src", None) == src and inspect.isfunction(fn):
                 lines, start = inspect.getsourcelines(fn)
                 offset = next((i for i, t in enumerate(lines) if t.lstrip().startswith("def")), 0)
-                return fn.__code__.co_filename, start + offset + node.lineno - 1
+                return fn.__code__.co_filename, start + offset + lineno - 1
     return None
 
 
@@ -144,7 +148,7 @@ def problem_from_exit(returncode: int, stderr_tail: str) -> Problem:
     if returncode < 0:
         sig = -returncode
         sig_name = signal.Signals(sig).name if sig in signal.Signals.__members__.values() else sig
-        kind = {signal.SIGSEGV: "segfault", signal.SIGABRT: "abort"}.get(sig, "killed")
+        kind = {signal.SIGSEGV.value: "segfault", signal.SIGABRT.value: "abort"}.get(sig, "killed")
         cause = f"the kernel's process died of {sig_name}"
         remedy = {
             "segfault": "a segfault in the child is usually an out-of-bounds access in "

@@ -369,13 +369,13 @@ def _object(text: object) -> dict | None:
         return None
     if not isinstance(value, dict):
         raise TypeError(f"a JSON {type(value).__name__}, not an object")
-    stack: list[tuple[object, int]] = [(value, 1)]
+    stack: list[tuple[dict | list, int]] = [(value, 1)]
     while stack:  # iteratively: the depth is what is being checked
         item, depth = stack.pop()
         if depth > MAX_DEPTH:
             raise RecursionError(f"nested deeper than {MAX_DEPTH}")
         inner = item.values() if isinstance(item, dict) else item
-        stack += [(x, depth + 1) for x in inner if isinstance(x, (dict, list))]  # type: ignore[union-attr]
+        stack += [(x, depth + 1) for x in inner if isinstance(x, (dict, list))]
     return value
 
 

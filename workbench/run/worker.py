@@ -93,7 +93,7 @@ def execute(
     try:
         if not gpu:
             os.environ["TRITON_INTERPRET"] = "1"
-            compat.fix_interpreter_loop_bounds()  # imports triton: after the switch above
+            compat.fix_interpreter()  # imports triton: after the switch above
         ctx = Context("cuda" if gpu else "cpu", not gpu, run_dir, emit, file, inbox)
         spec = _spec(file, kernel) if file and kernel else None
         module, func = KINDS[kind].split(":")

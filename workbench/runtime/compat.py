@@ -65,7 +65,15 @@ def device_arch() -> int:
     """Compute capability of the current GPU as an int (90 for sm_90)."""
     from triton.runtime.driver import driver
 
-    return int(driver.active.get_current_target().arch)
+    target = driver.active.get_current_target()
+    if target is None:
+        raise fail(
+            "needs-gpu",
+            "Triton's driver has no current GPU",
+            "run on a host whose GPU torch.cuda.is_available() sees",
+            source="environment",
+        )
+    return int(target.arch)
 
 
 def is_interpreted(obj: Any) -> bool:
@@ -151,11 +159,72 @@ def interpreter(enabled: bool) -> Iterator[None]:
             os.environ["TRITON_INTERPRET"] = old
 
 
-def fix_interpreter_loop_bounds() -> None:
-    """Let Triton 3.4-3.8's interpreter run loops with a runtime bound under numpy >= 2.4.
+def fix_interpreter() -> None:
+    """Bring Triton 3.4-3.8's interpreter to 3.9's behaviour where the workbench relies on it.
+    Call it once TRITON_INTERPRET=1 is set, before kernel modules are imported."""
+    _launch_through_run()
+    _loop_bounds_squeezed()
+
+
+def _launch_through_run() -> None:
+    """Make `kernel[grid](...)` go through `InterpretedFunction.run`, as it does from 3.6, and
+    leave triton.language as it was after each launch, as 3.6 does.
+
+    In 3.4 and 3.5 `run` is a closure set on each instance and `kernel[grid]` makes its
+    GridExecutor directly, so a wrapper of the class's `run` (recording launches, pinning a
+    config) never sees an interpreted launch. Give the class 3.6's `run` and route both there.
+    """
+    from triton.runtime.interpreter import GridExecutor, InterpretedFunction
+
+    if "run" in vars(InterpretedFunction):
+        return
+    init = InterpretedFunction.__init__
+
+    def __init__(self: Any, fn: Any, **kwargs: Any) -> None:
+        init(self, fn, **kwargs)
+        del self.run  # the instance's closure would hide the class's run
+
+    def run(self: Any, *args: Any, grid: Any, warmup: bool = False, **kwargs: Any) -> Any:
+        if warmup:
+            return None
+        with _language_restored():
+            return GridExecutor(self.rewrite(), self.arg_names, grid)(*args, **kwargs)
+
+    def launcher(self: Any, grid: Any) -> Any:
+        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+
+    InterpretedFunction.__init__ = __init__
+    InterpretedFunction.run = run
+    InterpretedFunction.__getitem__ = launcher
+
+
+@contextlib.contextmanager
+def _language_restored() -> Iterator[None]:
+    """Put back what a 3.4/3.5 launch patches into triton.language (its builtins, tensor methods,
+    reduce and scan), which they leave in place: a kernel compiled later in the same process
+    would be built with the interpreter's semantics ("'block_argument' object has no attribute
+    'dtype'")."""
+    import triton.language as tl
+
+    core = tl.core
+    spaces = [tl, core, tl.math, core.tensor, core.dtype, core.tensor_descriptor_base]
+    saved = [(space, dict(vars(space))) for space in spaces]
+    try:
+        yield
+    finally:
+        for space, before in saved:
+            for name, value in list(vars(space).items()):
+                if name not in before:
+                    delattr(space, name)
+                elif value is not before[name]:
+                    setattr(space, name, before[name])
+
+
+def _loop_bounds_squeezed() -> None:
+    """Let Triton 3.4-3.6's interpreter run loops with a runtime bound under numpy >= 2.4.
 
     Their interpreter gives its tensors `__index__ = int(data)` on a one-element array, which
-    numpy 2.4 refuses ("only 0-dimensional arrays can be converted to Python scalars"); 3.9
+    numpy 2.4 refuses ("only 0-dimensional arrays can be converted to Python scalars"); 3.7
     squeezes the array first. Do the same where it does not.
     """
     import inspect

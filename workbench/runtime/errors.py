@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 SOURCES = ("user-code", "usage", "environment", "tool")
 """user-code: the kernel module (named by file:line); usage: an argument (named by its flag);
@@ -41,5 +42,6 @@ class WorkbenchError(Exception):
         self.problem = problem
 
 
-def fail(kind: str, cause: str, remedy: str, **where: object) -> WorkbenchError:
-    return WorkbenchError(Problem(kind=kind, cause=cause, remedy=remedy, **where))  # type: ignore[arg-type]
+def fail(kind: str, cause: str, remedy: str, **where: Any) -> WorkbenchError:
+    """`where`: the Problem's other fields (file, line, detail, source)."""
+    return WorkbenchError(Problem(kind=kind, cause=cause, remedy=remedy, **where))

@@ -34,7 +34,9 @@ class _RedirectDevice(TorchFunctionMode):
         super().__init__()
         self.device = device
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+    def __torch_function__(
+        self, func: Callable[..., Any], types: Any, args: tuple = (), kwargs: dict | None = None
+    ) -> Any:
         kwargs = dict(kwargs or {})
         dev = kwargs.get("device")
         if dev is not None and str(dev).startswith("cuda"):
@@ -136,12 +138,12 @@ def poisoned_allocations(
     try:
         for name, fn in originals.items():
             setattr(torch, name, poison_fn(fn))
-        torch.Tensor.new_empty = poison_fn(new_empty)  # type: ignore[method-assign]
+        torch.Tensor.new_empty = poison_fn(new_empty)
         yield
     finally:
         for name, fn in originals.items():
             setattr(torch, name, fn)
-        torch.Tensor.new_empty = new_empty  # type: ignore[method-assign]
+        torch.Tensor.new_empty = new_empty
 
 
 def strided_copy(t: torch.Tensor) -> torch.Tensor:
@@ -294,7 +296,7 @@ def _allocation_site() -> str:
     here = __file__
     frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename == here:
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     if frame is None:
         return "an allocation"
     return f"the buffer allocated at {Path(frame.f_code.co_filename).name}:{frame.f_lineno}"

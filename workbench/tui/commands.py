@@ -3,7 +3,9 @@ their reason, and every kernel to jump to. Loaded when the palette first opens."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
@@ -11,10 +13,10 @@ from workbench.tui import keymap
 
 
 class WorkbenchCommands(Provider):
-    def commands(self) -> list[tuple[str, str, object]]:
+    def commands(self) -> list[tuple[str, str, Callable[[], Any]]]:
         """(title, help, callback) for each key, then each kernel."""
         screen = self.screen
-        out: list[tuple[str, str, object]] = []
+        out: list[tuple[str, str, Callable[[], Any]]] = []
         for k in keymap.keymap():
             state = screen.key_state(k)  # type: ignore[attr-defined]
             help = f"{k.display}: {k.help}" + (f" ({state})" if state else "")
@@ -27,14 +29,14 @@ class WorkbenchCommands(Provider):
 
     async def discover(self) -> Hits:
         for title, help, callback in self.commands():
-            yield DiscoveryHit(title, callback, help=help)  # type: ignore[arg-type]
+            yield DiscoveryHit(title, callback, help=help)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for title, help, callback in self.commands():
             score = matcher.match(title)
             if score > 0:
-                yield Hit(score, matcher.highlight(title), callback, help=help)  # type: ignore[arg-type]
+                yield Hit(score, matcher.highlight(title), callback, help=help)
 
     async def _press(self, k: keymap.Key) -> None:
         """Run the key's action as its key would, or say why it cannot run here."""

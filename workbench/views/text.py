@@ -48,7 +48,7 @@ def escaped_output() -> Iterator[None]:
     problems), the one place every command's output goes through. JSON passes unchanged:
     json.dumps already writes them as \\u escapes."""
     streams = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _Escaping(sys.stdout), _Escaping(sys.stderr)  # type: ignore[assignment]
+    sys.stdout, sys.stderr = _Escaping(sys.stdout), _Escaping(sys.stderr)
     try:
         yield
     finally:

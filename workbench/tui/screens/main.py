@@ -7,6 +7,7 @@ result, else the store's, else how to make one. Every result it shows names its 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
@@ -23,6 +24,7 @@ from workbench.tui import keymap
 from workbench.tui.catalog import find_kernels
 from workbench.tui.jobqueue import CANCELLED, DONE, QUEUED, RUNNING, Task
 from workbench.tui.tabs import TABS, Tab, pane_class, tab
+from workbench.tui.tabs.base import Pane, StartAction
 from workbench.tui.widgets.job_bar import JobBar
 from workbench.tui.widgets.kernel_list import KernelList
 from workbench.tui.widgets.kernel_panel import KernelPanel
@@ -32,12 +34,16 @@ from workbench.views.actions import ACTIONS, Finished, Selection, problem_text
 from workbench.views.kernels import LIST_HEADERS, KernelStatus, ordered
 from workbench.views.text import escape_controls
 
+if TYPE_CHECKING:
+    from workbench.tui.app import WorkbenchApp
+
 STALE_CHECK_S = 1.0
 """How often ages move on and edited sources are looked for (a stat per kernel file)."""
 
 
 class MainScreen(Screen[None]):
     BINDINGS = keymap.bindings()
+    app: WorkbenchApp
 
     def compose(self) -> ComposeResult:
         """The first frame: the kernel list; the kernel's tabs and the job bar follow it."""
@@ -80,9 +86,9 @@ class MainScreen(Screen[None]):
         self.ready = True
         self._show_kernel_head()
         await self._show_tab_content()
-        self.query_one(JobBar).show(self.app.queue)  # type: ignore[attr-defined]
+        self.query_one(JobBar).show(self.app.queue)
         self.refresh_bindings()
-        self.load_status([e.name for e in self.app.catalog.kernels])  # type: ignore[attr-defined]
+        self.load_status([e.name for e in self.app.catalog.kernels])
         self.set_interval(STALE_CHECK_S, self.tick)
 
     # -- the kernel list ---------------------------------------------------------------------
@@ -93,7 +99,7 @@ class MainScreen(Screen[None]):
 
     def _fill_list(self, keep: str | None) -> None:
         entries = ordered(
-            self.app.catalog.kernels,  # type: ignore[attr-defined]
+            self.app.catalog.kernels,
             self.status,
             self.filter_text,
             self.sort_column,
@@ -103,7 +109,7 @@ class MainScreen(Screen[None]):
         self._show_kernel_head()
 
     def _show_problems(self) -> None:
-        problems = self.app.catalog.problems  # type: ignore[attr-defined]
+        problems = self.app.catalog.problems
         text = "\n".join(problem_text("cannot load", p) for p in problems)
         widget = self.query_one("#problems", Static)
         widget.update(Text(text, "red"))
@@ -162,7 +168,7 @@ class MainScreen(Screen[None]):
         e = self.selected
         head = self.query_one("#kernel-head", Static)
         if e is None:
-            found = len(self.app.catalog.kernels)  # type: ignore[attr-defined]
+            found = len(self.app.catalog.kernels)
             why = f"no kernel matches {self.filter_text!r}" if found else "no kernels found"
             head.update(Text(why + " (esc clears the filter; r finds the kernels again)", "dim"))
             return
@@ -174,13 +180,13 @@ class MainScreen(Screen[None]):
         if e.description:
             text.append(f"\n{e.description}")
         text.append(f"\n{self.selection(e).describe()} (o changes them)", "cyan")
-        if not self.app.gpu:  # type: ignore[attr-defined]
+        if not self.app.gpu:
             gpu_only = ", ".join(a.name for a in ACTIONS.values() if a.gpu_only)
             text.append(f"  · no GPU here: {gpu_only} greyed", "dim")
         head.update(text)
 
     def selection(self, entry: KernelEntry) -> Selection:
-        return self.app.selections.get(entry.name, Selection())  # type: ignore[attr-defined]
+        return self.app.selections.get(entry.name, Selection())
 
     # -- tabs ----------------------------------------------------------------------------------
 
@@ -188,9 +194,9 @@ class MainScreen(Screen[None]):
     def active_tab(self) -> Tab:
         return tab(self.query_one(TabbedContent).active.removeprefix("tab-"))
 
-    def pane(self, tab_id: str):  # type: ignore[no-untyped-def]
+    def pane(self, tab_id: str) -> Pane | None:
         found = self.query_one(f"#tab-{tab_id}", TabPane).children
-        return found[0] if found else None
+        return found[0] if found and isinstance(found[0], Pane) else None
 
     @on(TabbedContent.TabActivated, "#tabs")
     async def _tab_changed(self) -> None:
@@ -215,7 +221,7 @@ class MainScreen(Screen[None]):
         if pane is None or not pane.is_mounted or entry is None:
             return  # a pane being mounted shows the kernel once it is
         key = (entry.name, t.id)
-        finished = self.app.results.get(key)  # type: ignore[attr-defined]
+        finished = self.app.results.get(key)
         if finished is None and key not in self.looked:
             self.reading.add(key)
             self.read_stored(entry, t.id)
@@ -225,7 +231,7 @@ class MainScreen(Screen[None]):
                 finished,
                 self.task_for(entry, t),
                 loading=key in self.reading,
-                gpu=self.app.gpu,  # type: ignore[attr-defined]
+                gpu=self.app.gpu,
                 key=t.key,
                 action=t.action,
             )
@@ -233,7 +239,7 @@ class MainScreen(Screen[None]):
 
     def task_for(self, entry: KernelEntry, t: Tab) -> Task | None:
         """A running or queued job of this kernel whose result goes to tab `t`."""
-        for task in self.app.queue.tasks:  # type: ignore[attr-defined]
+        for task in self.app.queue.tasks:
             if (
                 task.kernel.name == entry.name
                 and t.id in ACTIONS[task.action].tabs
@@ -260,7 +266,7 @@ class MainScreen(Screen[None]):
         key = (entry.name, tab_id)
         self.reading.discard(key)
         self.looked.add(key)
-        results = self.app.results  # type: ignore[attr-defined]
+        results = self.app.results
         if found is not None and key not in results:  # a run of this session wins
             results[key] = found
         if self.selected is entry and self.active_tab.id == tab_id:
@@ -273,7 +279,7 @@ class MainScreen(Screen[None]):
         entry = self.selected
         if entry is None:
             return
-        queue = self.app.queue  # type: ignore[attr-defined]
+        queue = self.app.queue
         if queue.find(action, entry.name) is not None and not extra:
             self.say(f"{action} {entry.name} is already queued or running (j shows the queue)")
         else:
@@ -285,14 +291,14 @@ class MainScreen(Screen[None]):
 
     def task_changed(self, task: Task, event: dict | None) -> None:
         """From the app, on its own thread: a job's event, or its new state."""
-        self.query_one(JobBar).show(self.app.queue)  # type: ignore[attr-defined]
+        self.query_one(JobBar).show(self.app.queue)
         if event is None:
             self.refresh_bindings()
         ended = task.state in (DONE, CANCELLED) and event is None
         if ended and task.finished is not None:
             for tab_id in ACTIONS[task.action].tabs:
-                self.app.results[(task.kernel.name, tab_id)] = task.finished  # type: ignore[attr-defined]
-            self.app.results.pop((task.kernel.name, "history"), None)  # type: ignore[attr-defined]
+                self.app.results[(task.kernel.name, tab_id)] = task.finished
+            self.app.results.pop((task.kernel.name, "history"), None)
             self.looked.discard((task.kernel.name, "history"))  # every run adds to it
             self.load_status([task.kernel.name])
         entry, t = self.selected, self.active_tab
@@ -308,7 +314,7 @@ class MainScreen(Screen[None]):
             pane.add_event(event)
             pane.refresh_head()
 
-    def on_start_action(self, message) -> None:  # type: ignore[no-untyped-def]
+    def on_start_action(self, message: StartAction) -> None:
         """A pane asks for an action (the Sweep tab's `n`: ncu on its highlighted config)."""
         message.stop()
         if self.check_action("run", (message.action,)):
@@ -317,7 +323,7 @@ class MainScreen(Screen[None]):
     # -- actions (the keymap's) ------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        gpu = self.app.gpu  # type: ignore[attr-defined]
+        gpu = self.app.gpu
         if not self.ready:  # the first frame: the list, and a footer that waits for the panel
             return action == "help"  # and the app's quit
         if action == "run":
@@ -338,7 +344,7 @@ class MainScreen(Screen[None]):
             check = getattr(pane, f"check_{method}", None)
             return check() if check else True
         if action == "cancel":
-            return True if self.app.queue.running else None  # type: ignore[attr-defined]
+            return True if self.app.queue.running else None
         return True
 
     def on_key(self, event: KeyEvent) -> None:
@@ -347,7 +353,7 @@ class MainScreen(Screen[None]):
         if not self.ready:
             return
         for k in keymap.keymap():
-            if k.key != event.key or not k.gpu or self.app.gpu:  # type: ignore[attr-defined]
+            if k.key != event.key or not k.gpu or self.app.gpu:
                 continue
             if k.tab is None:
                 self.action_show_tab(ACTIONS[k.id].tabs[0])
@@ -374,9 +380,9 @@ class MainScreen(Screen[None]):
             getattr(pane, f"action_{method}")(*args)
 
     def action_cancel(self) -> None:
-        running = self.app.queue.running  # type: ignore[attr-defined]
+        running = self.app.queue.running
         if running is not None:
-            self.app.queue.cancel(running)  # type: ignore[attr-defined]
+            self.app.queue.cancel(running)
 
     def action_filter(self) -> None:
         self.query_one("#filter", Input).focus()
@@ -423,11 +429,11 @@ class MainScreen(Screen[None]):
 
     def action_reload(self) -> None:
         keep = self.selected.name if self.selected else None
-        self.app.catalog = find_kernels(self.app.paths)  # type: ignore[attr-defined]
+        self.app.catalog = find_kernels(self.app.paths)
         self.looked.clear()
         self._fill_list(keep)
         self._show_problems()
-        self.load_status([e.name for e in self.app.catalog.kernels])  # type: ignore[attr-defined]
+        self.load_status([e.name for e in self.app.catalog.kernels])
 
     def action_options(self) -> None:
         from workbench.tui.screens.options import OptionsScreen
@@ -437,7 +443,7 @@ class MainScreen(Screen[None]):
 
             def keep(chosen: Selection | None) -> None:
                 if chosen is not None:
-                    self.app.selections[entry.name] = chosen  # type: ignore[attr-defined]
+                    self.app.selections[entry.name] = chosen
                     self._show_kernel_head()
 
             self.app.push_screen(OptionsScreen(entry, self.selection(entry)), keep)
@@ -445,7 +451,7 @@ class MainScreen(Screen[None]):
     def action_jobs(self) -> None:
         from workbench.tui.screens.jobs import JobsScreen
 
-        self.app.push_screen(JobsScreen(self.app.queue), self._go_to_task)  # type: ignore[attr-defined]
+        self.app.push_screen(JobsScreen(self.app.queue), self._go_to_task)
 
     def _go_to_task(self, task: Task | None) -> None:
         if task is not None:
@@ -469,7 +475,7 @@ class MainScreen(Screen[None]):
 
     def key_state(self, k: keymap.Key) -> str:
         """How a key stands on this machine and screen: "", greyed with its reason, elsewhere."""
-        if k.gpu and not self.app.gpu:  # type: ignore[attr-defined]
+        if k.gpu and not self.app.gpu:
             return f"greyed: {keymap.NEEDS_GPU}"
         if k.tab is not None and (not self.ready or k.tab != self.active_tab.id):
             return f"in the {tab(k.tab).title} tab"
@@ -484,5 +490,5 @@ class MainScreen(Screen[None]):
         for entry in kernels.entries:
             if entry.name in self.status:
                 kernels.update_status(entry, self.status[entry.name])
-        if self.app.queue.running:  # type: ignore[attr-defined]
-            self.query_one(JobBar).show(self.app.queue)  # type: ignore[attr-defined]
+        if self.app.queue.running:
+            self.query_one(JobBar).show(self.app.queue)

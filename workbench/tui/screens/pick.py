@@ -34,4 +34,5 @@ class PickTwo(ModalScreen[tuple[int, int] | None]):
             return
         a = self.query_one("#pick-a", Select).value
         b = self.query_one("#pick-b", Select).value
-        self.dismiss((int(a), int(b)))  # type: ignore[arg-type]
+        if isinstance(a, int) and isinstance(b, int):  # allow_blank=False: never blank
+            self.dismiss((a, b))

@@ -99,7 +99,7 @@ class IRPane(Pane):
             return
         if v is None:
             code.load(["no config compiled: the errors above say why (cause, file:line, remedy)"])
-        elif self.stage not in v.artifacts:
+        elif self.result is not None and self.stage not in v.artifacts:
             code.load(
                 [f"no {self.stage} in this run (it compiled {', '.join(self.result.stages)}):"]
                 + [f"{self.view.key} compiles every stage"]

@@ -1,8 +1,8 @@
 """Widgets of the app's own: the kernel list, the job bar, the code view."""
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
-LINE_KEYS = [
+LINE_KEYS: list[BindingType] = [
     Binding("up", "move(-1)", "up", show=False),
     Binding("down", "move(1)", "down", show=False),
     Binding("pageup", "page(-1)", "page up", show=False),

@@ -5,8 +5,11 @@ additions and removals), which a TextArea cannot show. Renders only the visible 
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.segment import Segment
 from rich.style import Style
+from textual.events import Click
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
@@ -40,8 +43,8 @@ class CodeView(ScrollView, can_focus=True):
         def control(self) -> CodeView:
             return self.view
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.lines: list[str] = []
         self.marks: set[int] = set()
         self.matches: set[int] = set()
@@ -107,7 +110,7 @@ class CodeView(ScrollView, can_focus=True):
         if self.lines:
             self.cursor = 1 if where > 0 else len(self.lines)
 
-    def on_click(self, event) -> None:  # type: ignore[no-untyped-def]
+    def on_click(self, event: Click) -> None:
         line = round(self.scroll_y) + event.y + 1
         if 1 <= line <= len(self.lines):
             self.cursor = line

@@ -7,6 +7,7 @@ a handful (a DataTable renders each cell through Rich)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style
@@ -50,8 +51,8 @@ class KernelList(ScrollView, can_focus=True):
             super().__init__()
             self.column = column
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.entries: list[KernelEntry] = []
         self.cells: list[tuple[str, ...]] = []
         self.widths = [len(h) for h in LIST_HEADERS]
