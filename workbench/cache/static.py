@@ -136,7 +136,12 @@ def _config_names(tree: ast.Module) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and _called(node) == "Config" and node.args:
             if isinstance(node.args[0], ast.Dict):
-                names |= {k.value for k in node.args[0].keys if isinstance(k, ast.Constant)}
+                keys = node.args[0].keys
+                names |= {
+                    k.value
+                    for k in keys
+                    if isinstance(k, ast.Constant) and isinstance(k.value, str)
+                }
     return names
 
 

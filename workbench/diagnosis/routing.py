@@ -37,8 +37,9 @@ def advice(facts: Facts, placed: Placement | None, tried: Tried | None = None) -
     vs_torch = rec.speedup_vs_torch
     vs_compile = rec.speedup_vs_compile if isinstance(rec.speedup_vs_compile, float) else None
     launch = facts.launch
-    replayed = launch is not None and launch.graph_correct and launch.graph_ms and rec.torch_ms
-    graph = rec.torch_ms / launch.graph_ms if replayed else None
+    graph = None
+    if launch is not None and launch.graph_correct and launch.graph_ms and rec.torch_ms:
+        graph = rec.torch_ms / launch.graph_ms
     said = ""
     if tried is not None and tried.kept and tried.speedup:
         gain = tried.speedup

@@ -12,9 +12,9 @@ import contextlib
 import copy
 import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from workbench.catalog.spec import KernelSpec
 from workbench.runtime import compat
@@ -60,7 +60,7 @@ class Launch:
         try:
             if callable(grid):
                 grid = grid(self.arguments())
-            dims = [int(d) for d in grid]
+            dims = [int(d) for d in cast("Iterable[Any]", grid)]
         except Exception:  # noqa: BLE001 - the kernel's own grid function: no count, no waves
             return None
         return math.prod(dims) if dims else None

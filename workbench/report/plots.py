@@ -62,7 +62,7 @@ def roofline_figure(records: list[BenchRecord], ceil: Ceilings, title: str) -> A
     from matplotlib.lines import Line2D
 
     fig, ax = plt.subplots(figsize=(7, 4.6), layout="constrained")
-    intensity = [r.flops / r.bytes for r in placed]
+    intensity = [r.flops / r.bytes for r in placed if r.flops and r.bytes]
     rates = roofs(placed, ceil)
     colors = {dtype: f"C{i}" for i, dtype in enumerate(rates)}
     top = max([*(rate for rate, _ in rates.values()), *(r.tflops or 0.0 for r in placed)])

@@ -181,7 +181,7 @@ class Sweep:
             elif "items" in message:
                 asked = False
                 for text, ms in message.get("best", {}).items():
-                    self.best[text] = min(ms, self.best.get(text, ms))
+                    self.best[text] = min(ms, self.best.get(text) or ms)
                 for item in message["items"]:
                     future = None if "values" not in item else self._submit(item)
                     if future is not None:

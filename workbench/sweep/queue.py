@@ -279,7 +279,7 @@ class WorkQueue:
             row = self.rows[i] = {**event["row"], "worker": worker}
             if row["status"] == analysis.TIMED and row.get("ms") and row.get("stop") != "light":
                 text = shape_text(item.shape)
-                self.best[text] = min(self.best.get(text, row["ms"]), row["ms"])
+                self.best[text] = min(self.best.get(text) or row["ms"], row["ms"])
             self._release_pick(shape_text(item.shape))
         w.done += 1
         if self.finished and self.finished_at is None:
@@ -334,6 +334,7 @@ class WorkQueue:
                 if config.search == item.id and not self._is_done(config.id):
                     self._record(config, status, problem)
         else:
+            assert item.row is not None  # a config's item carries its planned row
             self.rows[item.id] = {**item.row, "status": status, "problem": problem.to_dict()}
             self._release_pick(shape_text(item.shape))
         return True
@@ -371,6 +372,7 @@ class WorkQueue:
             search = [{"id": c.id, "values": c.row["values"], "row": self.rows.get(c.id)}
                       for c in configs if c.row]  # fmt: skip
             return {"id": item.id, "shape": item.shape, "search": search}
+        assert item.row is not None  # a config's item carries its planned row
         return {"id": item.id, "shape": item.shape, "values": item.row["values"]}
 
     def _timings(self, ran: dict[str, Worker]) -> dict[str, float]:

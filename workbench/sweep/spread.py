@@ -184,9 +184,9 @@ class Runner:
         if record is None:
             return
         text = json.dumps(record.record(), default=str)
+        tmp = Path(self.folder) / f"{RESULT_FILE}.tmp"
         with self.lock:
             try:
-                tmp = Path(self.folder) / f"{RESULT_FILE}.tmp"
                 tmp.write_text(text)
                 tmp.replace(Path(self.folder) / RESULT_FILE)
             except OSError as exc:  # the disk filled: the rows still arrive and are printed

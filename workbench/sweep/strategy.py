@@ -163,7 +163,7 @@ def static_start(rows: list[Row], triton: str | None) -> tuple[str, str]:
     the config the static facts rank best (no spills, then the highest occupancy, then the
     space's order)."""
     labels = [r["label"] for r in rows]
-    if triton in labels:
+    if triton is not None and triton in labels:
         return triton, "Triton's pick"
 
     def rank(i: int) -> tuple:

@@ -410,7 +410,7 @@ class MainScreen(Screen[None]):
         pane = self.pane(self.active_tab.id)
         if field.has_focus:
             self._clear_filter(self.unfiltered)
-        elif pane is not None and hasattr(pane, "action_back") and pane.action_back():
+        elif (back := getattr(pane, "action_back", None)) is not None and back():
             return
         elif field.value:
             self._clear_filter(self.selected.name if self.selected else self.unfiltered)
