@@ -5,6 +5,9 @@ Each side runs in its own process with a fresh TRITON_CACHE_DIR. The autotune si
 the first call (its imports excluded); the sweep side reports the job's own phases (pool start,
 compile + check + time = sweep_s; Triton's pick beside it = triton_s, excluded) and the whole CLI
 wall. Goal: sweep <= 0.35 x autotune (stretch 0.2), same winner or one within noise.
+Whole against whole: the user's script from `python` to its first autotuned call's end (its
+torch import included) against the whole `sweep` command, and the command again with
+`--no-triton-pick`, each from an empty cache; goal: the command <= 0.5 x the script.
 
     python benchmarks/sweep_vs_autotune.py --out DIR
 """
@@ -50,18 +53,30 @@ def main() -> None:
     )  # fmt: skip
     autotune = json.loads(tuned.stdout.strip().splitlines()[-1])
     start = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "workbench", "sweep", "matmul16", "--path", str(MATMUL16), "--json"],
-        env={**fresh_env(tmp, "sweep"), "WORKBENCH_REPORTS": str(out / "reports")},
-        capture_output=True, text=True, cwd=ROOT,
+    subprocess.run(
+        [sys.executable, "-c", AUTOTUNE], env=fresh_env(tmp, "script"), capture_output=True,
+        text=True, check=True,
     )  # fmt: skip
-    cli_wall = time.perf_counter() - start
+    script_wall = time.perf_counter() - start
+
+    def command(name: str, *extra: str) -> tuple[subprocess.CompletedProcess, float]:
+        began = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "workbench", "sweep", "matmul16", "--path", str(MATMUL16),
+             "--json", *extra],
+            env={**fresh_env(tmp, name), "WORKBENCH_REPORTS": str(out / "reports")},
+            capture_output=True, text=True, cwd=ROOT,
+        )  # fmt: skip
+        return done, time.perf_counter() - began
+
+    proc, cli_wall = command("sweep")
+    _, unpicked_wall = command("sweep-unpicked", "--no-triton-pick")
     (out / "sweep_vs_autotune_cli.json").write_text(proc.stdout)
     result = json.loads(proc.stdout)["result"]
     shape = next(iter(result["shapes"]))
     info = result["shapes"][shape]
     t = result["timings"]
-    sweep_s = t["pool_start_s"] + t["sweep_s"]
+    sweep_s = t.get("pool_start_s", t.get("start_s", 0.0)) + t["sweep_s"]
     rows = {r["label"]: r for r in result["rows"]}
     auto_label = ",".join(f"{k}={v}" for k, v in autotune["best"].items())
     best, pick = rows.get(info["best"]), rows.get(auto_label)
@@ -73,6 +88,10 @@ def main() -> None:
         "ratio": round(sweep_s / autotune["seconds"], 3),
         "cli_wall_s": round(cli_wall, 3),
         "cli_ratio": round(cli_wall / autotune["seconds"], 3),
+        "script_wall_s": round(script_wall, 3),
+        "cli_vs_script": round(cli_wall / script_wall, 3),
+        "cli_no_triton_pick_wall_s": round(unpicked_wall, 3),
+        "cli_no_triton_pick_vs_script": round(unpicked_wall / script_wall, 3),
         "timings": t,
         "sweep_best": info["best"],
         "sweep_best_ms": info["best_ms"],
