@@ -7,7 +7,7 @@ import os
 import tempfile
 from collections.abc import Callable
 
-from workbench.ir.occupancy import parse_arch
+from workbench.ir.occupancy import DEFAULT_ARCH, parse_arch
 from workbench.runtime.errors import fail
 
 
@@ -32,7 +32,7 @@ def add_arch_option(parser: argparse.ArgumentParser, what: str) -> None:
         "--arch",
         type=arch_number,
         metavar="sm_XX",
-        help=f"{what} for this arch (default: the GPU, else sm_90)",
+        help=f"{what} for this arch (default: the GPU, else sm_{DEFAULT_ARCH})",
     )
 
 

@@ -21,6 +21,7 @@ from workbench.ir import disasm, resources
 from workbench.ir.capture import Launch, capture, compile_mode
 from workbench.ir.config import OPTION_NAMES, label, matches
 from workbench.ir.linemap import STAGES, SourceMap
+from workbench.ir.occupancy import DEFAULT_ARCH
 from workbench.ir.result import IrResult, IrVariant
 from workbench.run.faults import problem_from_exception
 from workbench.runtime import compat
@@ -28,7 +29,6 @@ from workbench.runtime.errors import Problem, WorkbenchError, fail
 from workbench.runtime.grammar import parse_settings
 from workbench.runtime.outdir import OutDir
 
-DEFAULT_ARCH = 90
 TEXT_STAGES = ("ttir", "ttgir", "llir", "ptx")
 
 

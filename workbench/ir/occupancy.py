@@ -57,6 +57,11 @@ def block_shared(arch: int, dynamic: int, static: int) -> int:
     return dynamic + max(static, reserved)
 
 
+DEFAULT_ARCH = 90
+"""The arch `ir`, `resources` and `sweep` compile for on a machine without a GPU (sm_90, the
+H100's), when no --arch is given."""
+
+
 def parse_arch(text: str | int) -> int:
     """'sm_90', 'sm90', '90', 'sm_90a' or 90 -> 90."""
     s = str(text).lower().removeprefix("sm").lstrip("_").rstrip("a")

@@ -32,6 +32,7 @@ from typing import Any
 from workbench.catalog.spec import KernelSpec, Shape
 from workbench.ir.capture import Launch, capture, compile_mode
 from workbench.ir.config import OPTION_NAMES, split_options
+from workbench.ir.occupancy import DEFAULT_ARCH
 from workbench.run.faults import problem_from_exception
 from workbench.runtime import compat, gpu_lock
 from workbench.runtime.errors import Problem, WorkbenchError, fail
@@ -44,7 +45,6 @@ from workbench.sweep.result import SweepResult
 from workbench.sweep.space import Values
 from workbench.sweep.strategy import Budget
 
-DEFAULT_ARCH = 90
 MIN_ARCH = 75
 CONFIG_TIMEOUT = 120.0
 BACKLOG = 2

@@ -12,7 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
 from workbench.catalog.discovery import KernelEntry
-from workbench.ir.occupancy import ARCHS
+from workbench.ir.occupancy import ARCHS, DEFAULT_ARCH
 from workbench.runtime.errors import WorkbenchError
 from workbench.sweep.space import SPACES
 from workbench.tui.widgets.plain import PlainStatic, escaped
@@ -63,7 +63,7 @@ class OptionsScreen(ModalScreen[Selection | None]):
                 yield Label("arch")
                 yield Select(
                     [(f"sm_{a}", f"sm_{a}") for a in ARCHS],
-                    prompt="default: the GPU's, else sm_90",
+                    prompt=f"default: the GPU's, else sm_{DEFAULT_ARCH}",
                     value=sel.arch if sel.arch in {f"sm_{a}" for a in ARCHS} else Select.NULL,
                     id="opt-arch",
                 )
