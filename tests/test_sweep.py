@@ -276,3 +276,15 @@ def test_triton_autotune_cache_entries_of_option_only_configs_read_back(tmp_path
     (found,) = timing.persisted(tuner)
     assert (found["label"], found["ms"]) == ("num_warps=2,num_stages=3", 0.012)
     assert found["key"] == [1024, "torch.float32"] and found["file"] == str(entry)
+
+
+def test_the_progress_line_names_a_config_only_once_one_runs(capsys):
+    from workbench.cli.sweep import Progress
+
+    progress = Progress()
+    progress({"event": "progress", "done": 0, "total": 3, "case": "-"})
+    progress({"event": "progress", "done": 0, "total": 3, "case": ""})
+    progress({"event": "progress", "done": 1, "total": 3, "case": "BLOCK=64,num_warps=4"})
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[:2] == ["  [0/3] ETA -", "  [0/3] ETA -"]
+    assert lines[2].startswith("  [1/3] ETA ") and lines[2].endswith(" s  BLOCK=64,num_warps=4")

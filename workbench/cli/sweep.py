@@ -249,7 +249,9 @@ class Progress:
             done, total = event["done"], event["total"]
             spent = time.monotonic() - self.start
             eta = f"{spent / done * (total - done):.0f} s" if done else "-"
-            print(f"  [{done}/{total}] ETA {eta}  {event['case']}", file=sys.stderr)
+            case = event.get("case") or ""
+            said = f"  {case}" if case not in ("", "-") else ""  # nothing started yet: no name
+            print(f"  [{done}/{total}] ETA {eta}{said}", file=sys.stderr)
         elif event.get("event") == "config-timeout":
             print(f"  {event['label']} overran its time: resuming past it", file=sys.stderr)
 
