@@ -319,6 +319,10 @@ def test_a_static_sweep_with_a_strategy_says_nothing_is_timed(tmp_path_factory):
     refused = cli("sweep", "sweep_three_name", "--path", str(FIXTURES / "sweep_three_name.py"),
                   "--strategy", "annealing")  # fmt: skip
     assert refused.returncode == 2 and "annealing" in refused.stderr
+    # a budget with no strategy to bound would be silently dropped by the exhaustive sweep
+    unbounded = cli("sweep", "sweep_three_name", "--path", str(FIXTURES / "sweep_three_name.py"),
+                    "--budget", "10")  # fmt: skip
+    assert unbounded.returncode == 2 and "add --strategy" in unbounded.stderr
 
 
 def test_rows_of_an_earlier_run_answer_what_they_timed():

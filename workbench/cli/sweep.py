@@ -109,6 +109,13 @@ def params_from(args: argparse.Namespace) -> dict:
             f"pick one of {'|'.join(STRATEGIES)} (a sweep replay takes several or all)",
             source="usage",
         )
+    if args.budget and name == "exhaustive":  # the exhaustive sweep times every config
+        raise fail(
+            "bad-arguments",
+            "--budget bounds a search strategy, and an exhaustive sweep times every config",
+            "add --strategy random|coordinate|halving, or leave --budget out",
+            source="usage",
+        )
     if args.seeds is not None:
         raise fail(
             "bad-arguments",
