@@ -1,11 +1,17 @@
 """GPU goal: the sweep's work queue over 1, 2, 4... GPUs of this host, natively and on a local
-Ray cluster, on a space whose one-GPU timing phase lasts a minute or more: the MoE grouped GEMM of
-benchmarks/sweep_moe.py over its auto space (162 configs, about 140 left after pruning) at 21
-token counts from 1 to 4096, about 2,900 (shape, config) pairs, Triton's own pick skipped.
+Ray cluster, on a space whose one-GPU timing phase lasts a minute or more. Two workloads:
+  matmul  (default) the grouped bf16 matmul of sweep_matmul16.py over record_spaces.py's 360
+          configs at its three shapes (4096^3, 8192x8192x512, 256x4096x4096): 1,080 timings
+          of 0.1 to 10 ms kernels, the GPU's work dominating;
+  moe     the MoE grouped GEMM of sweep_moe.py over its auto space (162 configs) at 21 token
+          counts from 1 to 4096: 3,402 rows of 10-100 us kernels, each worker's per-shape set-up
+          (capture, inputs, references) and per-row overheads dominating.
+Triton's own pick is skipped.
 
 A first run on every GPU compiles the space into the kernel's Triton cache (its numbers are kept
 as "first": cold on a fresh host); then each run is warm: 1 GPU, 2, 4, ... (every power of two up
-to the GPUs present, and all of them), the same over `--cluster local`, and once more on all GPUs
+to the GPUs present, and all of them), then over `--cluster local` on two of them (the
+native pair's comparison; the one GPU of a one-GPU host), and once more on all GPUs
 with the last GPU's worker killed (SIGKILL) once a quarter of the rows are in, to show its configs
 re-run elsewhere. Every run must give the one-GPU run's rows (the same configs, each with the same
 status) and its winners (each shape's best, or one within noise of it). sweep_s is the timing
@@ -13,7 +19,7 @@ phase: the queue's wall time from the first item handed out to the last row in. 
 and log, and the report (ratios to one GPU), are packed into DIR/sweep_gpus.tgz; a step that would
 overrun --budget-s (the device tool's 10 minutes less a margin) is skipped and said so.
 
-    python benchmarks/sweep_gpus.py --out DIR [--tokens 1,16,256,4096] [--budget-s 520]
+    python benchmarks/sweep_gpus.py --out DIR [--workload moe] [--budget-s 520]
 """
 
 from __future__ import annotations
@@ -30,50 +36,66 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import ROOT, publish
+from _common import MATMUL16, ROOT, publish
+from record_spaces import SWEEPS, matmul_space
 
 sys.path.insert(0, str(ROOT))
 from workbench.runtime.grammar import shape_text  # noqa: E402
 from workbench.sweep import analysis  # noqa: E402
 
 MOE = ROOT / "benchmarks" / "sweep_moe.py"
-SPACE = 162
-"""Configs of the auto space per shape (before pruning): the rows a finished run holds."""
+MOE_TOKENS = 21
+"""Token counts sweep_moe.py sweeps by default."""
+MOE_SPACE = 162
+"""Configs of the moe auto space per shape (before pruning)."""
 KILL_AT = 0.25
+
+
+def workload(name: str, tmp: Path) -> tuple[list[str], int]:
+    """The sweep's arguments past `sweep`, and the rows a finished run holds."""
+    if name == "moe":
+        return ["moe_gemm", "--path", str(MOE), "--space", "auto"], MOE_SPACE * MOE_TOKENS
+    space = matmul_space()
+    (tmp / "space.json").write_text(json.dumps(space))
+    [shapes] = [extra for n, *_, extra, _share in SWEEPS if n == "matmul"]
+    args = ["matmul16", "--path", str(MATMUL16), "--space", str(tmp / "space.json"), *shapes]
+    return args, len(space) * shapes.count("--shape")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--tokens", help="token counts to sweep (default: sweep_moe.TOKENS)")
+    ap.add_argument("--workload", choices=("matmul", "moe"), default="matmul")
     ap.add_argument("--budget-s", type=float, default=520.0)
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    tokens = args.tokens.split(",") if args.tokens else None
-    bench = Bench(out, tokens, args.budget_s)
+    bench = Bench(out, args.workload, args.budget_s)
     gpus = bench.gpus()
     counts = sorted({c for c in (1, 2, 4, 8, 16) if c <= len(gpus)} | {len(gpus)})
     every = ",".join(gpus)
     bench.run("first", ["--gpus", every], estimate=0)
     for c in counts:
         bench.run(f"gpus_{c}", ["--gpus", ",".join(gpus[:c])], estimate=bench.guess(c))
+    # Ray's local cluster sees the GPUs CUDA_VISIBLE_DEVICES shows it: two (the native path's
+    # pair to compare with), or the one a single-GPU host has
+    pair = gpus[:2]
     if importlib.util.find_spec("ray") is None:
-        bench.report["ray_local"] = {"skipped": "ray is not installed: pip install -e '.[ray]'"}
+        bench.report["runs"]["ray_local"] = {"skipped": "ray is not installed: pip install ray"}
     else:
-        bench.run("ray_local", ["--cluster", "local"], estimate=bench.guess(len(gpus)) + 30)
+        bench.run(f"ray_local_{len(pair)}", ["--cluster", "local"],
+                  estimate=bench.guess(len(pair)) + 30, visible=",".join(pair))  # fmt: skip
     if len(gpus) > 1:
         bench.run("killed", ["--gpus", every], estimate=bench.guess(len(gpus)) + 20, kill=gpus[-1])
     bench.finish()
 
 
 class Bench:
-    def __init__(self, out: Path, tokens: list[str] | None, budget: float):
+    def __init__(self, out: Path, name: str, budget: float):
         self.out, self.budget, self.start = out, budget, time.monotonic()
-        self.shapes = [a for t in tokens for a in ("--shape", t)] if tokens else []
-        self.rows = SPACE * (len(tokens) if tokens else 21)
         self.tmp = Path(tempfile.mkdtemp(prefix="sweep-gpus-"))
-        self.report: dict = {"runs": {}}
+        self.sweep, self.rows = workload(name, self.tmp)
+        self.report: dict = {"workload": name, "runs": {}}
 
     def gpus(self) -> list[str]:
         smi = subprocess.run(["nvidia-smi", "--query-gpu=index,name", "--format=csv,noheader"],
@@ -90,16 +112,26 @@ class Bench:
         first = runs.get("first", {})
         return first.get("wall_s", 0.0) * len(self.report["gpus"]) / gpus
 
-    def run(self, name: str, args: list[str], estimate: float, kill: str | None = None) -> None:
+    def run(
+        self,
+        name: str,
+        args: list[str],
+        estimate: float,
+        kill: str | None = None,
+        visible: str | None = None,
+    ) -> None:
         spent = time.monotonic() - self.start
         if spent + estimate > self.budget:
             why = f"would end past the {self.budget:g} s budget ({spent:.0f} s + ~{estimate:.0f} s)"
             self.report["runs"][name] = {"skipped": why}
             return
         reports = self.tmp / name  # the run folders hold every cubin: they stay out of the tar
-        env = {**os.environ, "WORKBENCH_REPORTS": str(reports), "PYTHONPATH": str(ROOT)}
-        cmd = [sys.executable, "-m", "workbench", "sweep", "moe_gemm", "--path", str(MOE),
-               "--space", "auto", *self.shapes, "--no-triton-pick", "--json", *args]  # fmt: skip
+        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+        env = {**os.environ, "WORKBENCH_REPORTS": str(reports), "PYTHONPATH": path}
+        if visible is not None:
+            env["CUDA_VISIBLE_DEVICES"] = visible
+        cmd = [sys.executable, "-m", "workbench", "sweep", *self.sweep, "--no-triton-pick",
+               "--json", *args]  # fmt: skip
         started = time.monotonic()
         proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)  # fmt: skip
@@ -160,6 +192,12 @@ class Bench:
                     if t.get(key) and t1.get(key):
                         entry[key.replace("_s", "_ratio")] = round(t[key] / t1[key], 3)
                 entry["same_as_one_gpu"] = same_rows(one, result)
+        for name, result in results.items():  # Ray against the native path on as many GPUs
+            native = results.get(name.replace("ray_local", "gpus"))
+            if name.startswith("ray_local") and native:
+                ours, theirs = result["timings"].get("sweep_s"), native["timings"].get("sweep_s")
+                if ours and theirs:
+                    self.report["runs"][name]["sweep_vs_native"] = round(ours / theirs, 3)
         if "killed" in results:
             lost = [s for s in results["killed"].get("shards") or [] if s["status"] == "crash"]
             self.report["runs"]["killed"]["lost_configs_rerun"] = bool(lost) and all(

@@ -11,7 +11,7 @@ from conftest import FIXTURES, ROOT
 from workbench.bench.result import BenchRecord, Ceilings
 from workbench.ir.config import shared_values, short_legend, short_name
 from workbench.report import plots
-from workbench.sweep import plot
+from workbench.sweep import analysis, plot
 from workbench.sweep.result import SweepResult
 
 H100 = json.loads((FIXTURES / "sweep_h100_matmul16.json").read_text())["result"]
@@ -63,6 +63,27 @@ def test_the_sweep_png_names_bars_by_what_differs_and_colours_them_by_status(tmp
         tmp_path / "sweep.png"
     )
     assert (tmp_path / "sweep.png").stat().st_size > 20_000
+
+
+def test_a_big_sweeps_png_draws_each_shapes_fastest_and_counts_the_rest():
+    """13 batch sizes x 128 configs (an H100 recording): a grid of panels, each with its
+    fastest configs and Triton's pick wherever it ranked, the rest counted under it."""
+    result = SweepResult.from_dict(json.loads((FIXTURES / "spaces" / "moe.json").read_text()))
+    fig = plot.figure(result)
+    panels = [ax for ax in fig.axes if ax.axison]
+    assert len(panels) == 13 and len(fig.axes) == 15  # 5 rows of 3, two left blank
+    for ax, (shape, rows) in zip(panels, analysis.by_shape(result.rows).items()):
+        said = [t.get_text() for t in ax.texts]
+        ranked = plot.order(rows)
+        pick = result.triton[shape]["label"]
+        fastest = ranked[: plot.DRAWN]
+        assert [t.get_text() for t in ax.get_yticklabels()][: plot.DRAWN] == [
+            plot.names(rows)[r["label"]] for r in fastest
+        ]
+        assert sum("Triton's pick" in t for t in said) == 1
+        drawn = plot.DRAWN + (pick not in {r["label"] for r in fastest})
+        assert len(ax.patches) == drawn
+        assert f"{len(rows) - drawn} slower config(s) not drawn" in ax.get_xlabel()
 
 
 def test_a_roofline_draws_every_dtype_against_its_own_roof(tmp_path):

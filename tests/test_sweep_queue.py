@@ -86,6 +86,24 @@ def test_the_first_worker_to_ask_plans_and_items_go_out_in_plan_order():
     assert [s["rows"] for s in result.shards] == [1, 2]
 
 
+def test_each_worker_keeps_to_a_shape_of_its_own_while_there_are_shapes_enough():
+    """A worker captures a shape's launch and makes its inputs once: handing it the shape it is
+    on (and another worker a shape nobody is on) spares every other worker that work."""
+    work = WorkQueue(120.0)
+    for w in ("a", "b"):
+        work.on_event(w, {"event": "ready", "head": _head()})
+    _ask(work, "a", 1)
+    work.on_event("a", _plan([8], [16, 32, 64], last=False))
+    work.on_event("a", _plan([9], [16, 32, 64], last=False))
+    work.on_event("a", _plan([10], [16, 32]))
+    shapes = {w: [i["shape"] for i in _ask(work, w, 2)[0][1]["items"]] for w in ("a", "b")}
+    assert shapes == {"a": [[8], [8]], "b": [[9], [9]]}
+    [(_, more)] = _ask(work, "a", 2)  # the rest of its own shape first, then a free one
+    assert [i["shape"] for i in more["items"]] == [[8], [10]]
+    [(_, last)] = _ask(work, "b", 3)  # its own shape's last, then what is left
+    assert [i["shape"] for i in last["items"]] == [[9], [10]]
+
+
 def test_a_dead_workers_items_go_back_first_and_only_the_running_one_is_blamed():
     work = WorkQueue(120.0)
     for w in ("a", "b"):

@@ -169,7 +169,12 @@ class Sweep:
             if compiled and inbox.empty():
                 self._finish(*compiled.popleft())
                 continue
-            message = inbox.get()
+            if compiled:
+                message = inbox.get()
+            else:  # nothing to check or time: the GPU waits on the queue or the compiles
+                started = time.perf_counter()
+                message = inbox.get()
+                self._add_time("wait_s", time.perf_counter() - started)
             if message is None or message.get("end"):
                 return
             if "compiled" in message:

@@ -21,6 +21,12 @@ STATUS = {
     "wrong": ("tab:purple", "wrong result (no time)"),
 }
 """The PNG's bar colours by status, with their legend entries."""
+BARS, DRAWN = 128, 16
+"""Bars in the whole PNG, and the fewest a shape gets whatever its count: each shape draws its
+fastest configs (and Triton's pick) and counts the rest. Every bar of hundreds of configs at
+many shapes drew a figure a hundred thousand pixels tall, and took half a minute."""
+COLUMNS = 3
+"""Panels side by side once a sweep has more than COLUMNS shapes."""
 
 
 def names(rows: list[dict]) -> dict[str, str]:
@@ -107,44 +113,59 @@ def png(result: SweepResult, path: Path) -> str | None:
 
 def figure(result: SweepResult) -> Any:
     """The bars of every shape, each config by its short name (`names`) and coloured by its
-    status, its time and brief beside it, the best and Triton's pick in bold; None with nothing
-    timed."""
+    status, its time and brief beside it, the best and Triton's pick in bold; a share of BARS
+    (at least DRAWN) a shape, the rest counted; None with nothing timed."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
     shapes = analysis.by_shape(result.rows)
     if not any(analysis.ranked(rs) for rs in shapes.values()):
         return None
-    height = sum(0.28 * len(rs) + 1.2 for rs in shapes.values()) + 0.8
-    fig, axes = plt.subplots(len(shapes), 1, figsize=(9, height), layout="constrained")
+    cols = 1 if len(shapes) <= COLUMNS else COLUMNS
+    grid = [list(shapes.items())[i : i + cols] for i in range(0, len(shapes), cols)]
+    drawn = max(DRAWN, BARS // len(shapes))
+    height = sum(max(0.28 * min(len(rs), drawn + 1) + 1.2 for _, rs in r) for r in grid) + 0.8
+    fig, axes = plt.subplots(len(grid), cols, figsize=(9 * cols, height), layout="constrained")
+    panels = list(getattr(axes, "flat", [axes]))
+    for ax in panels[len(shapes) :]:
+        ax.set_axis_off()
     seen: set[str] = set()
-    for ax, (shape, rows) in zip(list(getattr(axes, "flat", [axes])), shapes.items()):
-        ranked = order(rows)
-        best = ranked[0] if ranked[0]["status"] == analysis.TIMED else None
-        short = names(rows)
-        ys = list(range(len(ranked)))
-        keys = [status(r, best) for r in ranked]
-        seen.update(keys)
-        top = max((r["ms"] or 0.0 for r in ranked), default=0.0)
-        # a config without a time gets a stub, so that its colour shows
-        widths = [r["ms"] or top * 0.02 for r in ranked]
-        ax.barh(ys, widths, color=[STATUS[k][0] for k in keys])
-        ax.set_yticks(ys, [short[r["label"]] for r in ranked], fontsize=8, family="monospace")
-        ax.set_ylim(len(ranked) - 0.5, -0.5)  # fastest on top, no margin
-        ax.set_xlabel("ms (median, L2 flushed)")
-        pick = (result.triton.get(shape) or {}).get("label")
-        for y, r in zip(ys, ranked):
-            said = [f"{r['ms']:.4g} ms"] if r["ms"] else []
-            said.append(r.get("brief") or r["status"])
-            if r["label"] == pick:
-                said.append("Triton's pick")
-            weight = "bold" if r is best or r["label"] == pick else "normal"
-            x = widths[y] + top * 0.01
-            ax.text(x, y, "  ".join(said), va="center", fontsize=7, fontweight=weight)
-        ax.set_xlim(0, top * 1.6 or 1.0)
-        what = (result.kernel, shape, result.dtype, "on", result.gpu or result.arch)
-        title = " ".join(w for w in what if w and w != "-")
-        ax.set_title("\n".join(filter(None, (title, shared_text(rows)))), fontsize=9)
+    for ax, (shape, rows) in zip(panels, shapes.items()):
+        seen.update(_panel(ax, result, shape, rows, drawn))
     handles = [Patch(color=STATUS[k][0], label=STATUS[k][1]) for k in STATUS if k in seen]
     fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=7)
     return fig
+
+
+def _panel(ax: Any, result: SweepResult, shape: str, rows: list[dict], most: int) -> set[str]:
+    """One shape's bars on `ax` (its `most` fastest, and Triton's pick); the statuses it
+    coloured."""
+    pick = (result.triton.get(shape) or {}).get("label")
+    ranked = order(rows)
+    best = ranked[0] if ranked[0]["status"] == analysis.TIMED else None
+    drawn = ranked[:most] + [r for r in ranked[most:] if r["label"] == pick]
+    short = names(rows)
+    ys = list(range(len(drawn)))
+    keys = [status(r, best) for r in drawn]
+    top = max((r["ms"] or 0.0 for r in drawn), default=0.0)
+    # a config without a time gets a stub, so that its colour shows
+    widths = [r["ms"] or top * 0.02 for r in drawn]
+    ax.barh(ys, widths, color=[STATUS[k][0] for k in keys])
+    ax.set_yticks(ys, [short[r["label"]] for r in drawn], fontsize=8, family="monospace")
+    ax.set_ylim(len(drawn) - 0.5, -0.5)  # fastest on top, no margin
+    left = len(ranked) - len(drawn)
+    more = f"; {left} slower config(s) not drawn (sweep.json has every one)" if left else ""
+    ax.set_xlabel(f"ms (median, L2 flushed){more}")
+    for y, r in zip(ys, drawn):
+        said = [f"{r['ms']:.4g} ms"] if r["ms"] else []
+        said.append(r.get("brief") or r["status"])
+        if r["label"] == pick:
+            said.append("Triton's pick")
+        weight = "bold" if r is best or r["label"] == pick else "normal"
+        x = widths[y] + top * 0.01
+        ax.text(x, y, "  ".join(said), va="center", fontsize=7, fontweight=weight)
+    ax.set_xlim(0, top * 1.6 or 1.0)
+    what = (result.kernel, shape, result.dtype, "on", result.gpu or result.arch)
+    title = " ".join(w for w in what if w and w != "-")
+    ax.set_title("\n".join(filter(None, (title, shared_text(rows)))), fontsize=9)
+    return set(keys)

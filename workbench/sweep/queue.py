@@ -55,6 +55,11 @@ class Item:
     search: int | None = None
     """A config's search item, when a strategy times the shape."""
     strikes: int = 0
+    text: str = ""
+    """The shape as text (set on creation): what workers are matched to."""
+
+    def __post_init__(self) -> None:
+        self.text = shape_text(self.shape)
 
 
 @dataclass
@@ -64,6 +69,8 @@ class Worker:
     held: set[int] = field(default_factory=set)
     asking: int = 0
     running: int | None = None
+    shape: str | None = None
+    """The shape of the last item handed to it: what it has captured and made inputs for."""
     timed_out: int | None = None
     done: int = 0
     lost: list[str] = field(default_factory=list)
@@ -362,8 +369,9 @@ class WorkQueue:
         return out
 
     def _hand(self, name: str, w: Worker) -> dict:
-        item = self.items[self.pending.popleft()]
+        item = self.items[self._next(name, w)]
         w.held.add(item.id)
+        w.shape = item.text
         if item.kind == "triton":
             return {"id": item.id, "shape": item.shape, "triton": True}
         if item.kind == "search":
@@ -374,6 +382,28 @@ class WorkQueue:
             return {"id": item.id, "shape": item.shape, "search": search}
         assert item.row is not None  # a config's item carries its planned row
         return {"id": item.id, "shape": item.shape, "values": item.row["values"]}
+
+    def _next(self, name: str, w: Worker) -> int:
+        """The pending item `w` should take next: Triton's pick when one is due (first in line),
+        else the first of the shape it works on, else the first of a shape no other worker is on,
+        else the first. Each worker captures a shape's launch and makes its inputs once, so
+        spreading shapes over workers spares the others that work (one worker per shape while
+        there are shapes enough)."""
+        if self.items[self.pending[0]].kind == "triton":
+            return self.pending.popleft()
+        others = {o.shape for n, o in self.workers.items() if n != name and o.held}
+        chosen = fresh = None
+        for at, i in enumerate(self.pending):
+            text = self.items[i].text
+            if text == w.shape:
+                chosen = at
+                break
+            if fresh is None and text not in others:
+                fresh = at
+        at = chosen if chosen is not None else fresh if fresh is not None else 0
+        i = self.pending[at]
+        del self.pending[at]
+        return i
 
     def _timings(self, ran: dict[str, Worker]) -> dict[str, float]:
         """Each worker phase as long as its slowest worker (they run side by side); start_s
