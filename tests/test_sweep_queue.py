@@ -251,8 +251,8 @@ def test_a_worker_killed_mid_sweep_loses_only_what_it_held(tmp_path, one_worker)
 
     def kill_the_slow_configs_worker() -> None:
         deadline = time.monotonic() + 120
-        while not pid.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        while not (pid.exists() and pid.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the file exists a moment before its pid is written
         os.kill(int(pid.read_text()), signal.SIGKILL)  # the worker this test started
 
     killer = threading.Thread(target=kill_the_slow_configs_worker)
