@@ -165,7 +165,7 @@ def _compile(
         params = sel.ir_params(entry, stages, cross_check=action == "resources")
     except WorkbenchError as exc:
         return refused(action, entry, exc.problem, started)
-    outcome = start.compile(entry, params, TIMEOUT, on_event, cancel)
+    outcome = start.job("ir", entry, params, TIMEOUT, on_event, cancel)
     return replace(from_outcome("ir", outcome), action=action)
 
 
@@ -178,7 +178,7 @@ def run_bench(
         remedy = "past results: the Bench tab shows the newest stored bench of this kernel"
         return refused("bench", entry, needs_gpu("bench", remedy), started)
     params = sel.bench_params(entry)
-    return from_outcome("bench", start.bench(entry, params, TIMEOUT, on_event, cancel))
+    return from_outcome("bench", start.job("bench", entry, params, TIMEOUT, on_event, cancel))
 
 
 def run_sweep(

@@ -13,7 +13,7 @@ from workbench.loop.diagnose import run as run_diagnose
 from workbench.loop.gather import OnStep, Options
 from workbench.profilers import sanitizer, session
 from workbench.run import jobs, machine
-from workbench.run.params import BenchParams, CheckParams, IrParams, SweepParams
+from workbench.run.params import CheckParams, Params, SweepParams
 from workbench.runtime.errors import fail
 from workbench.sweep import cluster, spread
 from workbench.sweep.result import SweepResult
@@ -32,28 +32,19 @@ def check(
     """The check job; with `sanitize`, under that compute-sanitizer tool (GPU)."""
     if sanitize:
         return sanitizer.sanitized_check(entry, sanitize, params, timeout, on_event, cancel)
-    return jobs.run_job(jobs.Job("check", entry, params, timeout), on_event, cancel)
+    return job("check", entry, params, timeout, on_event, cancel)
 
 
-def compile(
+def job(
+    kind: str,
     entry: KernelEntry,
-    params: IrParams,
+    params: Params,
     timeout: float,
     on_event: jobs.OnEvent | None = None,
     cancel: Cancel = None,
 ) -> jobs.Outcome:
-    """The ir job: `ir` and `resources` alike."""
-    return jobs.run_job(jobs.Job("ir", entry, params, timeout), on_event, cancel)
-
-
-def bench(
-    entry: KernelEntry,
-    params: BenchParams,
-    timeout: float,
-    on_event: jobs.OnEvent | None = None,
-    cancel: Cancel = None,
-) -> jobs.Outcome:
-    return jobs.run_job(jobs.Job("bench", entry, params, timeout), on_event, cancel)
+    """A job of one child process: `ir` (for `ir` and `resources` alike) or `bench`."""
+    return jobs.run_job(jobs.Job(kind, entry, params, timeout), on_event, cancel)
 
 
 def sweep(

@@ -78,7 +78,7 @@ def ir_job(
         cross_check=cross_check,
     )
     entry = discover(args.path).find(name)
-    return start.compile(entry, params, args.timeout, None if args.json else _progress)
+    return start.job("ir", entry, params, args.timeout, None if args.json else _progress)
 
 
 def _ir_job(args: argparse.Namespace, name: str, configs: list[str]) -> jobs.Outcome:
