@@ -14,7 +14,6 @@ from conftest import FIXTURES, ROOT, cli, cpu_cli
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable, Static
 from triton import knobs
-from workbench.views.finished import Finished, sweep_lines
 
 from workbench.catalog.discovery import discover
 from workbench.run import jobs
@@ -23,6 +22,7 @@ from workbench.runtime.errors import WorkbenchError
 from workbench.sweep import analysis, space, timing
 from workbench.sweep.result import SweepResult
 from workbench.tui.tabs.sweep import SweepPane
+from workbench.views.finished import Finished, sweep_lines
 
 THREE_NAME = str(FIXTURES / "sweep_three_name.py")
 MATMUL_SPACE = str(FIXTURES / "sweep_matmul_space.txt")

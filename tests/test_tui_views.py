@@ -12,14 +12,14 @@ from collections import Counter
 import pytest
 from conftest import FIXTURES, ROOT
 
+from workbench.app import actions
 from workbench.catalog.discovery import discover
 from workbench.ir.result import IrResult
+from workbench.run.kinds import COMMANDS, read_result
+from workbench.run.params import BenchParams, CheckParams, IrParams, SweepParams
 from workbench.runtime.errors import WorkbenchError
 from workbench.tui import keymap
 from workbench.tui.tabs import TABS, pane_class
-from workbench.app import actions
-from workbench.run.kinds import COMMANDS, read_result
-from workbench.run.params import BenchParams, CheckParams, IrParams, SweepParams
 from workbench.views import bench, irview, kernels
 from workbench.views.finished import problem_text
 
