@@ -194,10 +194,12 @@ compat.fix_interpreter()  # imports triton: after the switch above
 from workbench.catalog.discovery import discover
 from workbench.catalog.loader import load_spec
 from workbench.check.job import job
+from workbench.run.params import CheckParams
 from workbench.run.worker import Context
 for path, name, params in json.loads(sys.argv[1]):
     spec = load_spec(discover([path]).find(name))
-    result = job(spec, params, Context("cpu", True, ".", lambda event: None))
+    ctx = Context("cpu", True, ".", lambda event: None)
+    result = job(spec, CheckParams.read("check", params), ctx)
     print("RESULT " + json.dumps(result), flush=True)
 """
 

@@ -23,6 +23,7 @@ from workbench.bench.result import RECORD_FIELDS, BenchResult, Ceilings, Sample
 from workbench.catalog.discovery import discover
 from workbench.catalog.loader import load_spec
 from workbench.cli.main import main
+from workbench.run.params import BenchParams
 from workbench.runtime.errors import WorkbenchError
 from workbench.runtime.grammar import parse_shape, shape_text
 
@@ -431,7 +432,7 @@ def test_a_cancelled_campaign_keeps_the_finished_kernels_for_a_resume(tmp_path):
         if sum(line.startswith("  check:") for line in said) == 2:
             cancel.set()
 
-    doc = campaign.run_all(entries, [], {}, out, 120, say, cancel=cancel)
+    doc = campaign.run_all(entries, [], BenchParams(), out, 120, say, cancel=cancel)
     first, second = doc["kernels"]
     assert first["check"]["status"] == "correct" and first["bench"]["status"] == "error"
     assert first["bench"]["reason"].startswith("`bench` needs a CUDA GPU")  # it ran to its end

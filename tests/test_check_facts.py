@@ -21,6 +21,7 @@ from workbench.check.compare import compare
 from workbench.check.result import CaseResult, CheckReport
 from workbench.cli import check as check_cli
 from workbench.run import jobs
+from workbench.run.params import CheckParams
 from workbench.runtime import tensors
 from workbench.runtime.errors import WorkbenchError
 from workbench.views.rows import check_verdict
@@ -375,7 +376,9 @@ def test_the_verdict_lines_name_the_verdict_its_fix_and_the_facts(reports):
 
 def _exit_status(report: CheckReport, capsys: pytest.CaptureFixture) -> int:
     """What `check` exits with for this result (its JSON printed and dropped)."""
-    outcome = jobs.Outcome(jobs.Job("check", None, {}), "run", "dir", result=report.to_dict())
+    outcome = jobs.Outcome(
+        jobs.Job("check", None, CheckParams()), "run", "dir", result=report.to_dict()
+    )
     status = check_cli.report(outcome, True)
     capsys.readouterr()
     return status

@@ -15,6 +15,7 @@ from conftest import FAULTY, FIXTURES, ROOT, cli
 from workbench.catalog.discovery import discover
 from workbench.profilers import ncureport
 from workbench.run import jobs
+from workbench.run.params import CheckParams, IrParams
 from workbench.runtime.errors import WorkbenchError
 
 
@@ -74,7 +75,7 @@ def test_compile_mode_reimport_reports_like_the_loader():
 
 def test_an_error_inside_the_workbench_is_not_blamed_on_the_kernel():
     entry = discover([str(ROOT / "kernels")]).find("vector_add")
-    job = jobs.Job("check", entry, {"seed": "abc"}, timeout=120)  # int() fails in the job
+    job = jobs.Job("check", entry, CheckParams(seed="abc"), timeout=120)  # seeding fails in the job
     problem = jobs.run_job(job).problem
     assert problem is not None and problem.source == "tool"
     assert problem.file is None and "fix the code" not in problem.remedy
@@ -84,7 +85,7 @@ def test_an_unwritable_path_in_the_child_names_the_path(tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("")
     entry = discover([str(ROOT / "kernels")]).find("vector_add")
-    params = {"file": entry.file, "out": str(blocker / "ir"), "stages": ["ttir"]}
+    params = IrParams(stages=["ttir"], out=str(blocker / "ir"))
     outcome = jobs.run_job(jobs.Job("ir", entry, params, timeout=240))
     error = outcome.result["variants"][0]["error"]
     assert error["source"] == "environment" and str(blocker) in error["file"]
@@ -128,6 +129,6 @@ def test_a_missing_nvtx_package_is_an_environment_problem(tmp_path):
 
 def test_an_unknown_shape_set_in_the_job_is_a_usage_error():
     entry = discover([str(ROOT / "kernels")]).find("vector_add")
-    job = jobs.Job("check", entry, {"shape_sets": ["nosuch"]}, timeout=120)
+    job = jobs.Job("check", entry, CheckParams(shape_sets=["nosuch"]), timeout=120)
     problem = jobs.run_job(job).problem
     assert problem is not None and problem.source == "usage" and "regular" in problem.remedy

@@ -28,6 +28,7 @@ from test_tui import opened, select, until
 
 from workbench.catalog.discovery import discover
 from workbench.run import jobs, lifeline, runlog
+from workbench.run.params import CheckParams
 from workbench.run.store import Store
 from workbench.tui.screens.confirm import Confirm
 
@@ -271,7 +272,7 @@ def test_a_log_keeps_its_head_and_tail_only():
     """A module printing ~10 MB (5 MB per call): the log holds its first and last MiB, says how
     much was cut, and is read back by its tail."""
     entry = discover([str(PROCS)]).find("procs_loud")
-    out = jobs.run_job(jobs.Job("check", entry, {}, timeout=300))
+    out = jobs.run_job(jobs.Job("check", entry, CheckParams(), timeout=300))
     assert out.status == "ok", out.problem
     log = Path(out.run_dir) / "log.txt"
     size = log.stat().st_size

@@ -14,13 +14,14 @@ from conftest import FAULTY, ROOT, alive_with, cli, cpu_env, interrupt_once_runn
 
 from workbench.catalog.discovery import discover
 from workbench.run import jobs
+from workbench.run.params import CheckParams
 from workbench.run.store import Store
 from workbench.runtime.errors import WorkbenchError
 
 
 def check(name: str, timeout: float = 120.0, **params):
     entry = discover([str(FAULTY)]).find(name)
-    return jobs.run_job(jobs.Job("check", entry, params, timeout=timeout))
+    return jobs.run_job(jobs.Job("check", entry, CheckParams(**params), timeout=timeout))
 
 
 def test_list_reads_sources_without_importing_torch():
@@ -111,9 +112,10 @@ def test_once_the_jobs_are_stopped_no_thread_starts_another(tmp_path):
     `stop_all`: the exiting process starts none."""
     code = (
         "from workbench.catalog.discovery import discover; from workbench.run import jobs\n"
+        "from workbench.run.params import CheckParams\n"
         f"entry = discover([{str(FAULTY)!r}]).find('fault_free_copy')\n"
         "jobs.stop_all()\n"
-        "out = jobs.run_job(jobs.Job('check', entry, {}))\n"
+        "out = jobs.run_job(jobs.Job('check', entry, CheckParams()))\n"
         "print(out.status, out.run_dir or '-', out.problem.cause)"
     )
     env = {**os.environ, **cpu_env(tmp_path)}
@@ -213,5 +215,5 @@ def test_cancel_stops_the_job():
     cancel = threading.Event()
     entry = discover([str(FAULTY)]).find("fault_hang")
     threading.Timer(3.0, cancel.set).start()
-    out = jobs.run_job(jobs.Job("check", entry, {}, timeout=60), cancel=cancel)
+    out = jobs.run_job(jobs.Job("check", entry, CheckParams(), timeout=60), cancel=cancel)
     assert out.status == "cancelled"

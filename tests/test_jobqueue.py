@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from workbench.app.actions import Selection
 from workbench.catalog.discovery import KernelEntry
 from workbench.tui.jobqueue import RUNNING, Task
-from workbench.views.actions import Selection
 
 
 def _profile_task() -> Task:
@@ -35,7 +35,7 @@ def test_a_check_that_ends_ok_with_a_wrong_kernel_says_not_correct():
     """The job bar said "check pitfall_tail: ok after 2.6 s" for a NOT CORRECT check."""
     from workbench.check.result import CaseResult, CheckReport
     from workbench.tui.jobqueue import DONE
-    from workbench.views.actions import Finished
+    from workbench.views.finished import Finished
 
     task = Task("check", KernelEntry("pitfall_tail", "pitfall_tail.py", 1), Selection())
     task.state, task.started_at, task.ended_at = DONE, 0.0, 2.6

@@ -20,6 +20,7 @@ from workbench.catalog.discovery import discover
 from workbench.catalog.loader import load_spec
 from workbench.check.result import CaseResult, CheckReport
 from workbench.run import jobs
+from workbench.run.kinds import job_params
 
 PITFALLS = ROOT / "kernels" / "pitfalls"
 TWIN = {
@@ -187,7 +188,7 @@ def test_atomic_add_across_programs_shows_in_ttir():
 
 def _gpu_job(kind: str, name: str, params: dict) -> dict:
     entry = discover([str(PITFALLS)]).find(name)
-    out = jobs.run_job(jobs.Job(kind, entry, params, timeout=600))
+    out = jobs.run_job(jobs.Job(kind, entry, job_params(kind, params), timeout=600))
     assert out.status == "ok", (out.problem, out.log[-2000:])
     return out.result
 

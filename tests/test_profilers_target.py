@@ -15,6 +15,7 @@ import pytest
 from workbench.catalog.discovery import discover
 from workbench.profilers.result import TargetResult
 from workbench.run import jobs
+from workbench.run.params import ProfileParams
 
 ROOT = Path(__file__).parent.parent
 
@@ -33,7 +34,8 @@ def test_target_warms_up_then_runs_each_config_in_its_range(cpu):
         "repeats": 2,
     }
     events: list[dict] = []
-    out = jobs.run_job(jobs.Job("profile-target", entry, params, timeout=120), events.append)
+    job = jobs.Job("profile-target", entry, ProfileParams(**params), timeout=120)
+    out = jobs.run_job(job, events.append)
     assert out.status == "ok", out.problem
     phases = [(e["phase"], e.get("range")) for e in events if e.get("event") == "phase"]
     assert phases == [  # every warm-up before the first range: the capture window holds ranges
@@ -56,7 +58,7 @@ def test_target_warms_up_then_runs_each_config_in_its_range(cpu):
 
 def test_target_without_configs_fails_clearly(cpu):
     entry = discover([]).find("vector_add")
-    out = jobs.run_job(jobs.Job("profile-target", entry, {"configs": []}, timeout=120))
+    out = jobs.run_job(jobs.Job("profile-target", entry, ProfileParams(), timeout=120))
     assert out.status == "error" and out.problem.kind == "no-config"
 
 
@@ -111,11 +113,11 @@ def test_a_pinned_config_is_the_one_every_launch_runs(cpu):
     )
     base = {"configs": [{"shape": [4096], "dtype": "float32"}], "warmup": 1, "repeats": 1}
     ok = jobs.run_job(
-        jobs.Job("profile-target", entry, {**base, "pin": {"BLOCK": 256, "num_warps": 4}})
+        jobs.Job("profile-target", entry, ProfileParams(**base, pin={"BLOCK": 256, "num_warps": 4}))
     )
     assert ok.status == "ok", ok.problem
     assert ok.result["pin"] == {"kernel": "_scale", "config": "BLOCK=256,num_warps=4"}
     # BLOCK=96 cannot compile (not a power of two): pinned, every launch meets it, where the
     # same job pinned to BLOCK=256 ran clean
-    bad = jobs.run_job(jobs.Job("profile-target", entry, {**base, "pin": {"BLOCK": 96}}))
+    bad = jobs.run_job(jobs.Job("profile-target", entry, ProfileParams(**base, pin={"BLOCK": 96})))
     assert bad.status == "error" and "power of 2" in str(bad.problem), bad.problem

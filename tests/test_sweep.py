@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 
 import pytest
 import triton
@@ -16,11 +17,12 @@ from triton import knobs
 
 from workbench.catalog.discovery import discover
 from workbench.run import jobs
+from workbench.run.params import SweepParams
 from workbench.runtime.errors import WorkbenchError
 from workbench.sweep import analysis, space, timing
 from workbench.sweep.result import SweepResult
 from workbench.tui.tabs.sweep import SweepPane
-from workbench.views.actions import Finished, sweep_lines
+from workbench.views.finished import Finished, sweep_lines
 
 THREE_NAME = str(FIXTURES / "sweep_three_name.py")
 MATMUL_SPACE = str(FIXTURES / "sweep_matmul_space.txt")
@@ -98,7 +100,7 @@ def test_arch_outside_ptxas_is_refused_with_the_choices():
 
 def test_resume_after_a_cancelled_run_keeps_finished_configs(tmp_path):
     entry = discover([THREE_NAME]).find("sweep_three_name")
-    params = {"jobs": 1}
+    params = SweepParams(jobs=1)
     cancel = threading.Event()
     seen: list[dict] = []
 
@@ -115,7 +117,7 @@ def test_resume_after_a_cancelled_run_keeps_finished_configs(tmp_path):
 
     resume = spread.resume_file("sweep_three_name")
     assert resume and first.run_id in resume
-    second = jobs.run_job(jobs.Job("sweep", entry, {**params, "resume": resume}))
+    second = jobs.run_job(jobs.Job("sweep", entry, replace(params, resume=resume)))
     assert second.status == "ok"
     rows = second.result["rows"]
     assert sorted(r["values"]["BLOCK"] for r in rows) == [96, 256, 1024]

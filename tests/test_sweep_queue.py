@@ -19,6 +19,7 @@ import pytest
 from conftest import FIXTURES, ROOT, cli
 
 from workbench.catalog.discovery import discover
+from workbench.run.params import SweepParams
 from workbench.run.store import Store
 from workbench.sweep import spread
 from workbench.sweep.queue import END, TRIES, WorkQueue
@@ -206,7 +207,7 @@ def _sweep(tmp_path, gpus: list[str], params: dict | None = None, **kw) -> tuple
     os.environ["SWEEP_UNEVEN_DIR"] = str(marks)  # the workers inherit it
     try:
         entry = discover([UNEVEN]).find("sweep_uneven")
-        return spread.run_sweep(entry, {"jobs": 1, **(params or {})}, gpus, **kw), marks
+        return spread.run_sweep(entry, SweepParams(jobs=1, **(params or {})), gpus, **kw), marks
     finally:
         del os.environ["SWEEP_UNEVEN_DIR"]
 
@@ -221,7 +222,7 @@ def one_worker(tmp_path_factory) -> list[dict]:
     entry = discover([UNEVEN]).find("sweep_uneven")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("WORKBENCH_REPORTS", str(tmp_path_factory.mktemp("reports")))
-        result, _ = spread.run_sweep(entry, {"jobs": 1}, [])
+        result, _ = spread.run_sweep(entry, SweepParams(jobs=1), [])
     assert result.complete and result.summary["static"] == 5
     return result.rows
 

@@ -12,12 +12,16 @@ from collections import Counter
 import pytest
 from conftest import FIXTURES, ROOT
 
+from workbench.app import actions
 from workbench.catalog.discovery import discover
 from workbench.ir.result import IrResult
+from workbench.run.kinds import COMMANDS, read_result
+from workbench.run.params import BenchParams, CheckParams, IrParams, SweepParams
 from workbench.runtime.errors import WorkbenchError
 from workbench.tui import keymap
 from workbench.tui.tabs import TABS, pane_class
-from workbench.views import actions, bench, irview, kernels
+from workbench.views import bench, irview, kernels
+from workbench.views.finished import problem_text
 
 
 def test_every_key_is_bound_once_where_it_acts():
@@ -50,41 +54,38 @@ def test_the_readme_key_table_is_the_keymap():
 def test_tab_table_keys_reach_real_pane_methods_and_actions():
     for t in TABS:
         pane = pane_class(t)
-        assert t.action is None or t.action in actions.ACTIONS
+        assert t.action is None or t.action in COMMANDS
         for k in t.keys:
             assert callable(getattr(pane, f"action_{k.method}")), (t.id, k.method)
     gpu = {k.id for k in keymap.keymap() if k.gpu and k.tab is None}
-    assert gpu == {a.name for a in actions.ACTIONS.values() if a.gpu_only} == {"bench", "profile"}
+    assert gpu == {c.name for c in COMMANDS.values() if c.gpu_only} == {"bench", "profile"}
 
 
-def test_every_action_fills_tabs_that_exist():
+def test_every_command_fills_tabs_that_exist_and_the_app_runs_it():
     ids = {t.id for t in TABS}
-    for a in actions.ACTIONS.values():
-        assert a.tabs and set(a.tabs) <= ids, a.name
+    for c in COMMANDS.values():
+        assert c.tabs and set(c.tabs) <= ids, c.name
+    assert list(actions.RUNNERS) == list(COMMANDS)
+    assert {t.action for t in TABS if t.action} == set(COMMANDS)
 
 
 def test_options_become_the_params_the_cli_builds():
     entry = discover([str(ROOT / "kernels" / "vector_add.py")]).find("vector_add")
     default = actions.Selection()
-    assert actions.check_params(entry, default) == {"dtypes": None, "shape_sets": None}
+    assert default.check_params(entry) == CheckParams(None, None)
     chosen = actions.Selection(dtype="float16", shape_set="irregular", config="BLOCK=256")
     first = [list(s) for s in entry.shapes["irregular"]]
-    assert actions.check_params(entry, chosen) == {
-        "dtypes": ["float16"],
-        "shape_sets": ["irregular"],
-    }
-    ir = actions.ir_params(entry, chosen, ["ttir"], [chosen.config])
-    assert ir["shape"] == first[0] and ir["configs"] == ["BLOCK=256"] and ir["arch"] is None
-    assert actions.ir_params(entry, actions.Selection(arch="sm_80"), [], [])["arch"] == 80
-    assert actions.sweep_params(entry, chosen)["shapes"] == first
-    assert actions.sweep_params(entry, default)["space"] == "own"
-    assert actions.sweep_params(entry, actions.Selection(space="auto"))["space"] == "auto"
-    assert actions.bench_params(entry, chosen)["shapes"] == first
+    assert chosen.check_params(entry) == CheckParams(["float16"], ["irregular"])
+    ir = chosen.ir_params(entry, ["ttir"], cross_check=True)
+    assert ir == IrParams(None, ["BLOCK=256"], ["ttir"], "float16", first[0], None, True)
+    assert actions.Selection(arch="sm_80").ir_params(entry, [], False).arch == 80
+    assert chosen.sweep_params(entry).shapes == first
+    assert default.sweep_params(entry) == SweepParams(shapes=[])  # what `sweep NAME` builds
+    assert actions.Selection(space="auto").sweep_params(entry).space == "auto"
+    assert chosen.bench_params(entry) == BenchParams(first, ["float16"])
     bench_shape = "x".join(map(str, entry.shapes["bench"][0]))
-    assert actions.profile_case(entry, actions.Selection(dtype="float16")) == (
-        f"{bench_shape}:float16"
-    )
-    assert actions.profile_case(entry, default) == ""
+    assert actions.Selection(dtype="float16").profile_case(entry) == f"{bench_shape}:float16"
+    assert default.profile_case(entry) == ""
     with pytest.raises(WorkbenchError, match="is not KEY=VALUE"):
         actions.Selection(config="BLOCK").validated()
 
@@ -95,7 +96,7 @@ def test_a_problem_reads_as_the_cli_prints_it(capsys):
 
     problem = Problem("x", "it broke", "fix it", file="/k.py", line=7, source="user-code")
     print_problem(problem, prefix="case error")
-    assert actions.problem_text("case error", problem) + "\n" == capsys.readouterr().err
+    assert problem_text("case error", problem) + "\n" == capsys.readouterr().err
 
 
 def test_kernel_standing_from_the_store_and_its_order(tmp_path):
@@ -188,9 +189,10 @@ def test_bench_bars_fill_to_the_eighth_of_a_cell():
     assert bench.bar(1 / 32, 4) == "▏   "
 
 
-def test_a_stored_sweep_reads_back_typed_as_it_was_recorded():
-    """The Sweep tab gets a SweepResult from the store, holding what the H100 run said: its
-    rows' "why" as recorded, not as today's analysis would word them."""
+def test_a_stored_sweep_reads_back_as_the_report_reads_it():
+    """The Sweep tab gets a SweepResult from the store read the one way a stored sweep is read
+    (`SweepResult.from_dict`, as the report reads it): its rows explained by today's analysis,
+    whatever an older run wrote beside them."""
     from workbench.run.store import RunRecord, Store
     from workbench.sweep.result import SweepResult
     from workbench.views import stored
@@ -204,18 +206,17 @@ def test_a_stored_sweep_reads_back_typed_as_it_was_recorded():
     entry = discover([str(FIXTURES / "sweep_three_name.py")]).find("sweep_three_name")
     done = stored.latest("sweep", entry)
     assert done is not None and isinstance(done.result, SweepResult)
-    assert done.result.to_dict() == recorded
-    assert done.result.rows[-1]["why"] == "what the run said"
+    today = SweepResult.from_dict(recorded)
+    assert done.result == today and done.result.rows[-1]["why"] != "what the run said"
     configs = recorded["summary"]["configs"]
     assert done.lines[0].startswith(f"sweep {recorded['kernel']}: {configs} config(s) x 1 shape")
     assert done.lines[1] == f"best 4096x4096x4096: {recorded['summary']['best']['4096x4096x4096']}"
 
 
-def test_only_the_typed_kinds_are_read_back_typed():
-    """A cache report and an ncu summary stay dicts: asking for them typed is a fault."""
-    for kind in ("cache", "profile"):
-        with pytest.raises(ValueError, match=kind):
-            actions.typed(kind, {})
+def test_a_result_kept_as_json_reads_back_as_it_was():
+    """A diagnose --try's trial and an imported report have no typed result: their JSON is it."""
+    for kind in ("diagnose-try", "profile-import"):
+        assert read_result(kind, {"any": 1}) == {"any": 1}
 
 
 def test_cache_reach_is_read_typed_as_the_cli_prints_it():

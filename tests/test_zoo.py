@@ -131,12 +131,13 @@ from workbench.cache import static
 from workbench.catalog.discovery import discover
 from workbench.catalog.loader import load_spec
 from workbench.ir.job import job
+from workbench.run.params import IrParams
 from workbench.run.worker import Context
 path, out = sys.argv[1], sys.argv[2]
 for name in json.loads(sys.argv[3]):
     entry = discover([path]).find(name)
     ctx = Context("cpu", True, out, lambda event: None, entry.file)
-    result = job(load_spec(entry), {"stages": ["ttir"], "out": out}, ctx)
+    result = job(load_spec(entry), IrParams(stages=["ttir"], out=out), ctx)
     print("RESULT " + json.dumps(result), flush=True)
 """
 

@@ -15,6 +15,7 @@ from workbench.bench.result import BenchRecord
 from workbench.catalog.discovery import KernelEntry
 from workbench.check.result import CheckReport
 from workbench.run import jobs
+from workbench.run.params import BenchParams, CheckParams
 from workbench.runtime.errors import Problem, fail
 from workbench.runtime.grammar import shape_text
 
@@ -24,7 +25,7 @@ Say = Callable[[str], None]
 def run_all(
     entries: list[KernelEntry],
     problems: list[Problem],
-    params: dict,
+    params: BenchParams,
     out: Path,
     timeout: float,
     say: Say,
@@ -71,7 +72,7 @@ def run_all(
 def _run_kernel(
     doc: dict,
     entry: KernelEntry,
-    params: dict,
+    params: BenchParams,
     out: Path,
     timeout: float,
     say: Say,
@@ -80,7 +81,7 @@ def _run_kernel(
     """Check and bench one kernel into doc, writing the report after each job; False when a job
     was cancelled (that kernel stays unfinished: a resume runs it again)."""
     kernel = add_kernel(doc, entry)
-    checked = jobs.run_job(jobs.Job("check", entry, {}, timeout=timeout), cancel=cancel)
+    checked = jobs.run_job(jobs.Job("check", entry, CheckParams(), timeout=timeout), cancel=cancel)
     if checked.status == "cancelled":
         say("  check: cancelled")
         return False
@@ -138,7 +139,7 @@ def add_kernel(doc: dict, entry: KernelEntry) -> dict:
 
 def bench(
     entry: KernelEntry,
-    params: dict,
+    params: BenchParams,
     timeout: float,
     doc: dict,
     kernel: dict,

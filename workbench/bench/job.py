@@ -33,6 +33,7 @@ from workbench.catalog.spec import KernelSpec, Shape
 from workbench.check import job as check
 from workbench.run import machine
 from workbench.run.faults import problem_from_exception
+from workbench.run.params import BenchParams
 from workbench.runtime import gpu_lock, tensors
 from workbench.runtime.errors import Problem, WorkbenchError, fail
 from workbench.runtime.grammar import shape_text
@@ -45,9 +46,8 @@ L2_SPAN = 3
 """Rotate enough input sets to touch three times the L2 between two uses of the same set."""
 
 
-def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
-    """Worker entry: params may name "shapes", "dtypes", "compile" (bool), "refresh_ceilings",
-    "launches" (bool: also time one call eagerly and replayed from a CUDA graph)."""
+def job(spec: KernelSpec, params: BenchParams, ctx: Any) -> dict:
+    """Worker entry."""
     if ctx.device != "cuda":
         raise fail(
             "needs-gpu",
@@ -55,18 +55,16 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
             "run bench on a GPU host",
             source="usage",
         )
-    ceil = ceilings.get(bool(params.get("refresh_ceilings")), ctx.emit)
-    compile_ref = params.get("compile", True)
-    graph = bool(params.get("launches"))
-    timer = CaseTimer(spec, ceil.l2_bytes, ctx.device, compile_ref, graph)
+    ceil = ceilings.get(params.refresh_ceilings, ctx.emit)
+    timer = CaseTimer(spec, ceil.l2_bytes, ctx.device, params.compile, params.launches)
     result = run_bench(
         spec,
         ctx.emit,
         ceil,
         timer.measure,
-        shapes=params.get("shapes"),
-        dtypes=params.get("dtypes"),
-        seed=int(params.get("seed", 0)),
+        shapes=params.shapes,
+        dtypes=params.dtypes,
+        seed=params.seed,
     )
     return result.to_dict()
 

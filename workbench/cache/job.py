@@ -1,7 +1,7 @@
 """The cache job (child process): recompute the keys the installed Triton would use for a
 kernel's check and bench inputs, and on a GPU re-time the configs of its autotune entries.
 
-params: {"tuned": [{"path", "dir", "kernel", "key", "timings"}], "arch", "verify"}. Events: "keys"
+Parameters: `CacheParams`. Events: "keys"
 (the result without its re-timings), then one "verified" per re-timed key, so that the parent
 keeps them when it cancels the job midway or it times out.
 """
@@ -14,6 +14,7 @@ from typing import Any
 from workbench.cache import keys, live
 from workbench.cache.result import CacheReach
 from workbench.catalog.spec import KernelSpec
+from workbench.run.params import CacheParams
 from workbench.runtime import compat
 
 NOISE = 0.02
@@ -21,14 +22,14 @@ NOISE = 0.02
 MAX_INPUTS_PER_KEY = 4
 
 
-def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
+def job(spec: KernelSpec, params: CacheParams, ctx: Any) -> dict:
     import triton
 
     from workbench.ir.capture import compile_mode
 
     spec = compile_mode(spec, ctx.file)
     gpu = ctx.device == "cuda"
-    arch = int(params.get("arch") or (compat.device_arch() if gpu else 90))
+    arch = params.arch or (compat.device_arch() if gpu else 90)
     tuners = {id(compat.base_function(j)): j for j in spec.jit if _is_tuner(j)}
     input_errors: list[str] = []
     compile_dirs: dict[str, str] = {}
@@ -50,7 +51,7 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
         if item.get("error"):
             input_errors.append(item["error"])
     names = {compat.base_function(t).__name__[:150] for t in tuners.values()}
-    tuned = [t for t in params.get("tuned", []) if t["kernel"] in names]
+    tuned = [t for t in params.tuned if t["kernel"] in names]
     autotune = [_reach(t, tuners, groups, arch) for t in tuned]
     reach = CacheReach(
         kernel=spec.name,
@@ -68,7 +69,7 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
     )
     # sent as they come: a cancel keeps them
     ctx.emit({"event": "keys", "reach": reach.to_dict()})
-    if params.get("verify") and gpu:
+    if params.verify and gpu:
         for (fid, key), group in groups.items():
             verified = _verify(spec, tuners[fid], key, group, autotune)
             ctx.emit({"event": "verified", "verify": verified})

@@ -13,6 +13,7 @@ from workbench.cache import findings, scan, static
 from workbench.cache.result import CacheReach
 from workbench.catalog.discovery import KernelEntry
 from workbench.run import jobs, machine
+from workbench.run.params import CacheParams
 from workbench.runtime.errors import Problem
 
 CANCELLED = Problem("cancelled", "cancelled before the keys were recomputed", "run it again")
@@ -59,7 +60,7 @@ def build_report(
     tuned = [
         {**t.__dict__, "path": findings.tuned_path(t.dir, t.kernel)} for t in found.tuned if t.key
     ]
-    params = {"tuned": tuned, "arch": arch, "verify": verify}
+    params = CacheParams(tuned, arch, verify)
     if verify and not machine.has_gpu():
         report["problem"] = {
             "cause": "verify re-times configs: it needs a GPU",

@@ -30,6 +30,7 @@ from workbench.check import exact, guards, launches
 from workbench.check.compare import compare
 from workbench.check.result import CaseResult, CheckReport
 from workbench.run.faults import problem_from_exception
+from workbench.run.params import CheckParams
 from workbench.runtime import compat, gpu_lock, tensors
 from workbench.runtime.errors import WorkbenchError, fail
 
@@ -215,18 +216,18 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
-    """Worker entry: params may name "dtypes" and "shape_sets"."""
+def job(spec: KernelSpec, params: CheckParams, ctx: Any) -> dict:
+    """Worker entry."""
     report = run_check(
         spec,
         ctx.device,
         ctx.interpreter,
         ctx.emit,
-        dtypes=params.get("dtypes"),
-        shape_sets=params.get("shape_sets"),
-        seed=int(params.get("seed", 0)),
-        guards=bool(params.get("guards", True)),
-        sanitize=params.get("sanitize"),
-        least=bool(params.get("smallest")),
+        dtypes=params.dtypes,
+        shape_sets=params.shape_sets,
+        seed=params.seed,
+        guards=params.guards,
+        sanitize=params.sanitize,
+        least=params.smallest,
     )
     return report.to_dict()

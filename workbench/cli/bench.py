@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from workbench.app.params import bench_params
 from workbench.bench import campaign
 from workbench.bench import report as benchreport
 from workbench.bench.result import BenchRecord, Ceilings
@@ -20,6 +21,7 @@ from workbench.catalog.discovery import KernelEntry, discover
 from workbench.catalog.spec import DTYPES
 from workbench.cli.options import add_command_options
 from workbench.run import machine, store
+from workbench.run.params import BenchParams
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import parse_shape
 from workbench.views import bench as bench_view
@@ -101,19 +103,19 @@ def run(args: argparse.Namespace) -> int:
             "past results: `workbench history --kind bench`, or reports/<gpu>/README.md",
             source="usage",
         )
-    params = {
-        "shapes": shapes or None,
-        "dtypes": args.dtype,
-        "compile": not args.no_compile,
-        "launches": args.graph,
-        "refresh_ceilings": args.refresh_ceilings,
-    }
+    params = bench_params(
+        shapes,
+        args.dtype,
+        compile=not args.no_compile,
+        launches=args.graph,
+        refresh_ceilings=args.refresh_ceilings,
+    )
     if entry is None:
         return _run_all(catalog.kernels, catalog.problems, params, args)
     return _run_one(entry, params, args)
 
 
-def _run_one(entry: KernelEntry, params: dict, args: argparse.Namespace) -> int:
+def _run_one(entry: KernelEntry, params: BenchParams, args: argparse.Namespace) -> int:
     if args.out:
         benchreport.out_folder(args.out)  # a link in the way is refused before the bench runs
     doc = benchreport.new_doc()
@@ -144,7 +146,7 @@ def _run_one(entry: KernelEntry, params: dict, args: argparse.Namespace) -> int:
 
 
 def _run_all(
-    entries: list[KernelEntry], problems: list, params: dict, args: argparse.Namespace
+    entries: list[KernelEntry], problems: list, params: BenchParams, args: argparse.Namespace
 ) -> int:
     out = Path(args.out) if args.out else store.reports_dir() / "bench"
     cancel = threading.Event()

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 
+from workbench.app import start
 from workbench.cache import clear
-from workbench.cache.report import build_report, owned_entries
+from workbench.cache.report import owned_entries
 from workbench.catalog.discovery import discover
 from workbench.cli.options import add_arch_option, add_command_options
 from workbench.run import machine
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
             "`workbench cache NAME` shows the keys and entries without re-timing them",
             source="usage",
         )
-    report = build_report(args.dir, entry, args.arch, verify=action == "verify")
+    report = start.cache(args.dir, entry, args.arch, verify=action == "verify")
     if action == "clear":
         return _clear(args, report)
     if args.json:

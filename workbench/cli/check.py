@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from workbench.catalog.discovery import KernelEntry, discover
+from workbench.app import start
+from workbench.app.params import check_params
+from workbench.catalog.discovery import discover
 from workbench.catalog.spec import DTYPES
 from workbench.check.result import CaseResult, CheckReport
 from workbench.cli.options import add_command_options
 from workbench.profilers import sanitizer
 from workbench.run import jobs
-from workbench.runtime.errors import Problem, fail
+from workbench.runtime.errors import Problem
 from workbench.views.rows import (
     CHECK_HEADERS,
     case_shape,
@@ -45,28 +47,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     entry = discover(args.path).find(args.name)
-    _refuse_unknown_sets(entry, args.shapes or [])
-    params = {"dtypes": args.dtype, "shape_sets": args.shapes}
+    params = check_params(entry, args.dtype, args.shapes)
     progress = None if args.json else _progress
-    if args.sanitize:
-        outcome = sanitizer.sanitized_check(entry, args.sanitize, params, args.timeout, progress)
-    else:
-        outcome = jobs.run_job(jobs.Job("check", entry, params, timeout=args.timeout), progress)
+    outcome = start.check(entry, params, args.timeout, progress, sanitize=args.sanitize)
     return report(outcome, args.json)
-
-
-def _refuse_unknown_sets(entry: KernelEntry, wanted: list[str]) -> None:
-    """Refused here, from the source, before a child spends seconds importing torch (shape sets
-    the source does not spell out literally are the child's to check)."""
-    known = entry.shapes
-    unknown = [s for s in wanted if known is not None and s not in known]
-    if known is not None and unknown:
-        raise fail(
-            "unknown-shape-set",
-            f"--shapes {unknown[0]}: {entry.name} has no shape set {unknown[0]!r}",
-            f"use one of: {', '.join(known)}",
-            source="usage",
-        )
 
 
 def _progress(event: dict) -> None:

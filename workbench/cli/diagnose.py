@@ -6,17 +6,15 @@ Nsight Compute), read against the pitfall table and ranked by what there is to g
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
+from workbench.app import start
+from workbench.app.params import diagnose_options
 from workbench.catalog.discovery import discover
 from workbench.catalog.spec import DTYPES
 from workbench.cli.options import add_command_options
-from workbench.loop.diagnose import run as run_diagnose
-from workbench.loop.gather import Options
 from workbench.profilers import sanitizer
 from workbench.run import store
-from workbench.runtime.errors import fail
 from workbench.runtime.grammar import parse_shape
 from workbench.views.diagnosis import diagnosis_text, trial_text
 from workbench.views.text import print_json, print_problem, run_footer
@@ -54,15 +52,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     entry = discover(args.path).find(args.name)
-    for path in args.imports:  # before minutes of gathering
-        if not os.path.isfile(path):
-            raise fail(
-                "no-such-file",
-                f"--import {path}: no such file",
-                "name an .ncu-rep, ncu CSV, .nsys-rep or nsys .sqlite",
-                source="usage",
-            )
-    opts = Options(
+    opts = diagnose_options(
         dtype=args.dtype,
         shape=list(parse_shape(args.shape)) if args.shape else None,
         gpu_facts=args.gpu_facts,
@@ -70,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         sanitize=args.sanitize,
     )
-    result = run_diagnose(entry, opts, args.try_fix, None if args.json else _step)
+    result = start.diagnose(entry, opts, args.try_fix, None if args.json else _step)
     if args.json:
         print_json(result.to_dict())
     else:

@@ -9,7 +9,7 @@ import sys
 
 from workbench.bench import history
 from workbench.cli.options import add_json_option
-from workbench.profilers.saved import PROFILE_KINDS
+from workbench.run.kinds import COMMANDS
 from workbench.run.store import Store
 from workbench.views.history import (
     KERNEL_RUN_HEADERS,
@@ -21,17 +21,8 @@ from workbench.views.history import (
 )
 from workbench.views.text import print_json, table
 
-KINDS: dict[str, tuple[str, ...]] = {
-    "check": ("check",),
-    "bench": ("bench",),
-    "ir": ("ir",),
-    "resources": ("ir",),  # `resources` runs the ir job: one kind in the store
-    "sweep": ("sweep",),
-    "diagnose": ("diagnose", "diagnose-try"),  # a --try is a run of its own
-    "cache": ("cache",),
-    "profile": PROFILE_KINDS,  # the profiled child, and reports read with --import
-}
-"""What --kind accepts, and the kinds stored for each."""
+KINDS = {c.name: c.runs for c in COMMANDS.values()}
+"""What --kind accepts (the commands), and the kinds of run each leaves in the store."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

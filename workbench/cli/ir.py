@@ -14,6 +14,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from workbench.app import start
+from workbench.app.params import ir_params
 from workbench.catalog.discovery import discover
 from workbench.catalog.spec import DTYPES
 from workbench.cli.options import add_arch_option, add_command_options, writable_folder
@@ -22,7 +24,7 @@ from workbench.ir.linemap import STAGES
 from workbench.ir.result import IrResult, IrVariant
 from workbench.run import jobs
 from workbench.runtime.errors import Problem, fail
-from workbench.runtime.grammar import parse_settings, parse_shape
+from workbench.runtime.grammar import parse_shape
 from workbench.views.text import fmt, print_json, print_problem, print_run_end, table
 
 SHOWN_PER_STAGE = 24
@@ -66,21 +68,17 @@ def ir_job(
     """Run the child job that compiles `name` as the selection options (`add_selection_options`)
     and --path of `args` say (shared by `ir` and `resources`); without --json each variant is
     printed as it is compiled; `cross_check` also cross-compiles a GPU launch."""
-    for text in configs:
-        parse_settings(text)  # a malformed selector fails here, before any compile
+    params = ir_params(
+        configs,
+        stages,
+        arch=args.arch,
+        dtype=args.dtype,
+        shape=list(parse_shape(args.shape)) if args.shape else None,
+        out=writable_folder(out, "--out") if out else None,
+        cross_check=cross_check,
+    )
     entry = discover(args.path).find(name)
-    params: dict[str, object] = {
-        "arch": args.arch,
-        "configs": configs,
-        "stages": stages,
-        "dtype": args.dtype,
-        "shape": list(parse_shape(args.shape)) if args.shape else None,
-        "out": writable_folder(out, "--out") if out else None,
-    }
-    if cross_check:
-        params["cross_check"] = True
-    job = jobs.Job("ir", entry, params, timeout=args.timeout)
-    return jobs.run_job(job, on_event=None if args.json else _progress)
+    return start.job("ir", entry, params, args.timeout, None if args.json else _progress)
 
 
 def _ir_job(args: argparse.Namespace, name: str, configs: list[str]) -> jobs.Outcome:

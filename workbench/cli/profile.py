@@ -7,13 +7,13 @@ import sys
 import textwrap
 import threading
 import time
-from types import ModuleType
 from typing import TYPE_CHECKING
 
+from workbench.app import start
+from workbench.app.params import profile_request
 from workbench.catalog.discovery import KernelEntry, discover
 from workbench.cli.options import add_command_options
 from workbench.runtime.errors import fail
-from workbench.runtime.grammar import parse_settings
 from workbench.views import rows as views
 from workbench.views.text import fmt, print_json, print_problem, run_footer, table
 
@@ -91,19 +91,19 @@ def run(args: argparse.Namespace) -> int:
     if not args.name:
         raise fail("no-kernel", "no kernel named", "give a kernel name or --import FILE")
     entry = discover(args.path).find(args.name)
-    req = session.Request(
+    req = profile_request(
+        cases=args.cases,
+        pin=args.pin,
         tool=args.tool,
         preset=args.preset,
-        metrics=[m.strip() for m in args.metrics.split(",") if m.strip()],
-        cases=args.cases,
+        metrics=args.metrics,
         warmup=args.warmup,
         repeats=args.repeats,
         launch_count=args.launch_count,
-        kernel_filter=not args.all_kernels,
+        all_kernels=args.all_kernels,
         timeout=args.timeout,
-        pin=parse_settings(args.pin, "--pin") if args.pin else {},
     )
-    profile_run = _run_cancellable(session, entry, req, None if args.json else _progress)
+    profile_run = _run_cancellable(entry, req, None if args.json else _progress)
     if args.json:
         print_json(profile_run.to_dict())
     else:
@@ -135,9 +135,7 @@ def _refuse_other_kernel(result: dict, name: str | None) -> None:
         )
 
 
-def _run_cancellable(
-    session: ModuleType, entry: KernelEntry, req: Request, on_event: OnEvent | None
-) -> ProfileRun:
+def _run_cancellable(entry: KernelEntry, req: Request, on_event: OnEvent | None) -> ProfileRun:
     """Ctrl-C cancels the profiler and its child (they run in a process session of their own).
 
     The main thread only sleeps: an interrupted `Thread.join` can leave the thread looking
@@ -148,7 +146,7 @@ def _run_cancellable(
 
     def work() -> None:
         try:
-            box["run"] = session.profile(entry, req, on_event, cancel)
+            box["run"] = start.profile(entry, req, on_event, cancel)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             box["error"] = exc
         finally:

@@ -10,21 +10,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import threading
 import time
 from pathlib import Path
 
+from workbench.app import start
+from workbench.app.params import sweep_params
 from workbench.catalog.discovery import discover
 from workbench.catalog.spec import DTYPES
 from workbench.cli.options import add_arch_option, add_command_options
-from workbench.run import machine
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import parse_shape
-from workbench.sweep import analysis, cluster, plot, replay, spread
+from workbench.sweep import analysis, plot, replay
 from workbench.sweep.result import SweepResult
-from workbench.sweep.space import SPACES, autotune_snippet
+from workbench.sweep.space import autotune_snippet
 from workbench.sweep.strategy import STRATEGIES, Budget, parse_budget
 from workbench.views.sweep import (
     HEADERS,
@@ -91,63 +91,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_command_options(p, run)
 
 
-def params_from(args: argparse.Namespace) -> dict:
-    named = args.space in SPACES
-    space = args.space if named else os.path.abspath(args.space)
-    if not named and not os.path.isfile(space):  # before any worker starts
-        raise fail(
-            "bad-arguments",
-            f"--space {args.space}: no such file, and not one of {', '.join(SPACES)}",
-            f"name a JSON or K=V,... file of configs, or use --space {'|'.join(SPACES)}",
-            source="usage",
-        )
-    name = args.strategy or "exhaustive"
-    if name not in STRATEGIES:
-        raise fail(
-            "bad-arguments",
-            f"--strategy {args.strategy}: not one of {', '.join(STRATEGIES)}",
-            f"pick one of {'|'.join(STRATEGIES)} (a sweep replay takes several or all)",
-            source="usage",
-        )
-    if args.budget and name == "exhaustive":  # the exhaustive sweep times every config
-        raise fail(
-            "bad-arguments",
-            "--budget bounds a search strategy, and an exhaustive sweep times every config",
-            "add --strategy random|coordinate|halving, or leave --budget out",
-            source="usage",
-        )
-    if args.seeds is not None:
-        raise fail(
-            "bad-arguments",
-            "--seeds is for `sweep replay`",
-            "give a live sweep one --seed",
-            source="usage",
-        )
-    return {
-        "strategy": name,
-        "budget": parse_budget(args.budget).to_dict() if args.budget else None,
-        "seed": args.seed,
-        "shapes": [list(parse_shape(s)) for s in args.shape],
-        "dtype": args.dtype,
-        "space": space,
-        "jobs": args.jobs,
-        "arch": args.arch,
-        "resume": spread.resume_file(args.name) if args.resume else None,
-        "config_timeout": args.config_timeout,
-        "triton_pick": args.triton_pick,
-    }
-
-
-def gpus_from(text: str | None) -> list[str]:
-    if not text:
-        return []
-    if not machine.has_gpu():
-        raise fail(
-            "needs-gpu", machine.needs_gpu_message("sweep --gpus"), "drop --gpus", source="usage"
-        )
-    return spread.all_gpus() if text == "all" else [g.strip() for g in text.split(",") if g]
-
-
 def run(args: argparse.Namespace) -> int:
     if args.name == REPLAY:
         return run_replay(args)
@@ -159,32 +102,27 @@ def run(args: argparse.Namespace) -> int:
             source="usage",
         )
     entry = discover(args.path).find(args.name)
-    params = params_from(args)
-    if args.cluster and args.gpus:
-        raise fail(
-            "bad-arguments",
-            "--cluster and --gpus both name where the workers run",
-            "drop --gpus: on a cluster every GPU gets a worker",
-            source="usage",
-        )
-    gpus = gpus_from(args.gpus)
-    if (len(gpus) > 1 or args.cluster) and params["strategy"] != "exhaustive":
-        raise fail(
-            "bad-arguments",
-            f"--strategy {params['strategy']} searches on one GPU: each timing decides the next",
-            "drop --gpus or --cluster (or name one GPU), or time every config over them (no "
-            "--strategy)",
-            source="usage",
-        )
+    params = sweep_params(
+        args.name,
+        space=args.space,
+        strategy=args.strategy,
+        budget=args.budget,
+        seed=args.seed,
+        seeds=args.seeds,
+        shapes=[list(parse_shape(s)) for s in args.shape],
+        dtype=args.dtype,
+        jobs=args.jobs,
+        arch=args.arch,
+        resume=args.resume,
+        config_timeout=args.config_timeout,
+        triton_pick=args.triton_pick,
+    )
     progress = None if args.json else Progress()
     cancel = threading.Event()
     try:
-        if args.cluster:
-            result, outcomes = cluster.run_sweep(
-                entry, params, args.cluster, progress, cancel, args.timeout
-            )
-        else:
-            result, outcomes = spread.run_sweep(entry, params, gpus, progress, cancel, args.timeout)
+        result, outcomes = start.sweep(
+            entry, params, progress, cancel, args.timeout, args.gpus, args.cluster
+        )
     except KeyboardInterrupt:  # the jobs keep what finished in their sweep.json
         cancel.set()
         raise

@@ -24,6 +24,7 @@ from workbench.ir.linemap import STAGES, SourceMap
 from workbench.ir.occupancy import DEFAULT_ARCH
 from workbench.ir.result import IrResult, IrVariant
 from workbench.run.faults import problem_from_exception
+from workbench.run.params import IrParams
 from workbench.runtime import compat
 from workbench.runtime.errors import Problem, WorkbenchError, fail
 from workbench.runtime.grammar import parse_settings
@@ -32,28 +33,28 @@ from workbench.runtime.outdir import OutDir
 TEXT_STAGES = ("ttir", "ttgir", "llir", "ptx")
 
 
-def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
+def job(spec: KernelSpec, params: IrParams, ctx: Any) -> dict:
     compat.require_supported()
     import triton
 
     spec = compile_mode(spec, ctx.file)
     gpu = ctx.device.startswith("cuda")
     device_arch = compat.device_arch() if gpu else None
-    arch = params.get("arch") or device_arch or DEFAULT_ARCH
+    arch = params.arch or device_arch or DEFAULT_ARCH
     on_device = gpu and arch == device_arch
-    out_dir = Path(params.get("out") or ctx.run_dir)
+    out_dir = Path(params.out or ctx.run_dir)
     out = OutDir(out_dir, "--out")
-    stages = [s for s in params.get("stages") or STAGES if s in STAGES]
-    shape = tuple(params["shape"]) if params.get("shape") else None
-    variants = _variants(capture(spec, ctx.device, params.get("dtype"), shape), arch)
-    chosen = _select(variants, params.get("configs") or [], arch)
+    stages = [s for s in params.stages or STAGES if s in STAGES]
+    shape = tuple(params.shape) if params.shape else None
+    variants = _variants(capture(spec, ctx.device, params.dtype, shape), arch)
+    chosen = _select(variants, params.configs, arch)
     shapes = _check_shapes(spec)
     results: list[dict] = []
     compiled: list[Compiled] = []
     for i, variant in enumerate(chosen):
         ctx.emit({"event": "progress", "done": i, "total": len(chosen), "case": variant["label"]})
         folder = f"{i}_{variant['launch'].name}"
-        result, facts = _build(variant, arch, on_device, out, folder, stages, params)
+        result, facts = _build(variant, arch, on_device, out, folder, stages, params.cross_check)
         results.append(result)
         compiled += [facts] if facts else []
         ctx.emit({"event": "variant", "variant": {k: result[k] for k in ("label", "error")}})
@@ -148,7 +149,7 @@ def _build(
     out: OutDir,
     folder: str,
     stages: list[str],
-    params: dict,
+    cross_check: bool,
 ) -> tuple[dict, Compiled | None]:
     """The variant's result, and what the diagnosis reads of it (None when it did not compile)."""
     launch: Launch = variant["launch"]
@@ -183,7 +184,7 @@ def _build(
         result["resources"] = res.to_dict()
         if on_device:
             result["device"] = resources.agreement(res, int(kernel.n_regs), int(kernel.n_spills))
-            if params.get("cross_check"):
+            if cross_check:
                 result["cross_check"] = _cross_check(launch, arch, kernel.hash, res, out, folder)
         start = time.perf_counter()
         smap = SourceMap.build(texts)

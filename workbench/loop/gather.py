@@ -25,6 +25,7 @@ from workbench.diagnosis.finding import Finding
 from workbench.ir.result import IrResult
 from workbench.profilers import sanitizer, session, tools
 from workbench.run import jobs, machine
+from workbench.run.params import BenchParams, CheckParams, IrParams, Params, SweepParams
 from workbench.runtime.errors import Problem, WorkbenchError
 from workbench.runtime.grammar import shape_text
 from workbench.sweep.result import SweepResult
@@ -92,17 +93,17 @@ def gather(
         if on_step:
             on_step(name, said, seconds)
 
-    def job(kind: str, params: dict, timeout: float | None = None) -> dict:
+    def job(kind: str, params: Params, timeout: float | None = None) -> dict:
         outcome = jobs.run_job(jobs.Job(kind, entry, params, timeout or opts.timeout), None, cancel)
         out.runs.append(outcome)
         return result_of(outcome)
 
     def check() -> str:
-        facts.check = CheckReport.from_dict(job("check", {"dtypes": [dtype] if dtype else None}))
+        facts.check = CheckReport.from_dict(job("check", CheckParams([dtype] if dtype else None)))
         return facts.check.summary().get("verdict") or ("correct" if facts.check.correct else "?")
 
     def compile_() -> str:
-        ir = IrResult.from_dict(job("ir", {"dtype": dtype, "stages": ["ttir", "ttgir"]}))
+        ir = IrResult.from_dict(job("ir", IrParams(dtype=dtype, stages=["ttir", "ttgir"])))
         facts.arch = ir.arch
         facts.compile_findings = [Finding.from_dict(f) for f in ir.findings]
         return f"{len(ir.variants)} config(s) on {ir.arch}, {len(ir.findings)} static finding(s)"
@@ -110,9 +111,8 @@ def gather(
     def neighbours() -> str:
         if not any(f.id in NEIGHBOUR_IDS and f.severity != "info" for f in facts.compile_findings):
             return "skipped: no spill to fix with another config"
-        params = {"space": "neighbours", "dtype": dtype, "time": False}
-        if gpu and shape:
-            params["shapes"] = [list(shape)]
+        shapes = [list(shape)] if gpu and shape else None
+        params = SweepParams(shapes=shapes, dtype=dtype, space="neighbours", time=False)
         rows = SweepResult.from_dict(job("sweep", params)).rows
         facts.configs = rows
         spill_free = sum(1 for r in rows if not (r.get("resources") or {}).get("spill_bytes"))
@@ -125,8 +125,8 @@ def gather(
         return f"{len(found)} autotune-key finding(s)"
 
     def bench() -> str:
-        params = {"shapes": [list(shape)] if shape else None, "launches": True, "compile": False}
-        params["dtypes"] = [dtype] if dtype else None
+        shapes = [list(shape)] if shape else None
+        params = BenchParams(shapes, [dtype] if dtype else None, compile=False, launches=True)
         facts.bench = BenchResult.from_dict(job("bench", params))
         facts.gpu = facts.bench.device
         rec = facts.bench.records[0] if facts.bench.records else None
@@ -158,7 +158,7 @@ def gather(
         tool = opts.sanitize or "memcheck"
         if not opts.sanitize and (facts.check is None or facts.check.correct):
             return "skipped: the check passed (--sanitize TOOL runs one anyway)"
-        params = {"dtypes": [dtype] if dtype else None}
+        params = CheckParams([dtype] if dtype else None)
         outcome = sanitizer.sanitized_check(entry, tool, params, opts.timeout, None, cancel)
         out.runs.append(outcome)
         report = CheckReport.from_dict(result_of(outcome)).sanitizer

@@ -16,6 +16,7 @@ from workbench.diagnosis.finding import Finding
 from workbench.diagnosis.routing import Tried
 from workbench.loop.gather import result_of
 from workbench.run import jobs
+from workbench.run.params import BenchParams, SweepParams
 from workbench.runtime.errors import fail
 from workbench.sweep.result import SweepResult
 
@@ -130,7 +131,7 @@ def try_fix(
     space = [launched["values"]] + [a["values"] for a in alts]
     space_file = folder / "space.json"
     space_file.write_text(json.dumps(space))
-    params = {"space": str(space_file), "shapes": [shape] if shape else None, "dtype": dtype}
+    params = SweepParams(shapes=[shape] if shape else None, dtype=dtype, space=str(space_file))
     outcome = _run(jobs.Job("sweep", entry, params), cancel)
     result = SweepResult.from_dict(result_of(outcome))
     rows = result.rows
@@ -159,9 +160,10 @@ def _graph(
     dtype: str | None,
     cancel: threading.Event | None,
 ) -> tuple[Trial, list[jobs.Outcome]]:
-    params = {"shapes": [shape] if shape else None, "dtypes": [dtype] if dtype else None}
     # torch.compile of the reference too: for a launch-bound workload, the peer a user would pick
-    outcome = _run(jobs.Job("bench", entry, {**params, "launches": True, "compile": True}), cancel)
+    shapes, dtypes = [shape] if shape else None, [dtype] if dtype else None
+    params = BenchParams(shapes, dtypes, compile=True, launches=True)
+    outcome = _run(jobs.Job("bench", entry, params), cancel)
     rec = result_of(outcome)["records"][0]
     launch = rec.get("launch") or {}
     before = Side("launched eagerly", launch.get("eager_ms"), rec["status"] == "ok")

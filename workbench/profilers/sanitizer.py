@@ -29,6 +29,7 @@ import shutil
 import sys
 import threading
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from workbench.catalog.discovery import KernelEntry
@@ -38,6 +39,7 @@ from workbench.profilers.launch import PLACEHOLDER
 from workbench.profilers.names import jit_kernel_names
 from workbench.profilers.tools import Tool, version
 from workbench.run import jobs, machine
+from workbench.run.params import CheckParams
 from workbench.runtime.errors import fail
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
@@ -121,7 +123,7 @@ def command(path: str, tool: str, kernels: list[str]) -> list[str]:
 def sanitized_check(
     entry: KernelEntry,
     tool: str,
-    params: dict,
+    params: CheckParams,
     timeout: float,
     on_event: jobs.OnEvent | None = None,
     cancel: threading.Event | None = None,
@@ -141,7 +143,7 @@ def sanitized_check(
     kernels = jit_kernel_names(entry.file, entry.name)
     wrap = command(found.path, tool, kernels)
     launcher = [sys.executable, "-m", "workbench.profilers.launch"]
-    job = jobs.Job("check", entry, {**params, "sanitize": tool}, timeout=timeout)
+    job = jobs.Job("check", entry, replace(params, sanitize=tool), timeout=timeout)
 
     def read_report(outcome: jobs.Outcome) -> None:
         log = Path(outcome.run_dir) / LOG

@@ -14,9 +14,7 @@ from pathlib import Path
 
 from workbench.diagnosis import diagnose_profile
 from workbench.run import store
-
-PROFILE_KINDS = ("profile-target", "profile-import")
-"""Store kinds whose run folder holds a profile.json: a profile run's child, an imported report."""
+from workbench.run.kinds import PROFILE_KINDS
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from workbench.profilers.names import Config, jit_kernel_names, range_name
 from workbench.profilers.result import TargetResult
 from workbench.profilers.toolerrors import Filters, classify, timeout_problem
 from workbench.run import jobs, machine
+from workbench.run.params import ProfileParams
 from workbench.runtime.errors import Problem, WorkbenchError, fail
 from workbench.runtime.grammar import parse_case
 from workbench.runtime.outdir import OutDir
@@ -78,7 +79,9 @@ def configs_for(entry: KernelEntry, texts: list[str]) -> list[Config]:
     return [Config(tuple(chosen[0]), default_dtype)]
 
 
-def plan(entry: KernelEntry, req: Request) -> tuple[tools.Tool, list[str], dict, Filters, list]:
+def plan(
+    entry: KernelEntry, req: Request
+) -> tuple[tools.Tool, list[str], ProfileParams, Filters, list]:
     """(tool, wrapper command, child params, filters, notes), without running anything."""
     if req.tool not in TOOLS:
         raise fail("unknown-tool", f"no profiler {req.tool!r}", f"use one of {', '.join(TOOLS)}")
@@ -94,9 +97,7 @@ def plan(entry: KernelEntry, req: Request) -> tuple[tools.Tool, list[str], dict,
     configs = configs_for(entry, req.cases)
     ranges = [range_name(entry.name, c) for c in configs]
     repeats = req.repeats or (1 if req.tool == "ncu" else 10)
-    params = {"configs": [c.to_dict() for c in configs], "warmup": req.warmup, "repeats": repeats}
-    if req.pin:
-        params["pin"] = req.pin
+    params = ProfileParams([c.to_dict() for c in configs], req.warmup, repeats, req.pin)
     notes: list[str] = []
     if req.tool == "nsys":
         return tool, nsys_cmd.command(tool.path), params, Filters(), notes

@@ -18,13 +18,13 @@ from workbench.catalog.spec import KernelSpec
 from workbench.ir.config import label, split_options
 from workbench.profilers.names import DOMAIN, Config, range_name
 from workbench.profilers.result import TargetResult
+from workbench.run.params import ProfileParams
 from workbench.runtime import gpu_lock
 from workbench.runtime.errors import fail
 
 
-def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
-    """params: configs [{shape, dtype}], warmup (calls before the range), repeats (inside it),
-    pin (one config's values that every launch of the spec's kernel uses)."""
+def job(spec: KernelSpec, params: ProfileParams, ctx: Any) -> dict:
+    """Worker entry: `pin` is one config's values that every launch of the spec's kernel uses."""
     try:
         import nvtx
     except ImportError as exc:  # the ranges are how ncu and nsys find the kernel: no silent skip
@@ -34,7 +34,7 @@ def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
             "pip install nvtx in the environment the workbench runs in",
             source="environment",
         ) from exc
-    with _pinned(spec, params.get("pin") or {}) as pinned:
+    with _pinned(spec, params.pin) as pinned:
         return _profile(spec, params, ctx, nvtx, pinned).to_dict()
 
 
@@ -55,16 +55,18 @@ def _pinned(spec: KernelSpec, values: dict) -> Iterator[dict | None]:
         yield {"kernel": _jit_name(target), "config": label(values)}
 
 
-def _profile(spec: KernelSpec, params: dict, ctx: Any, nvtx: Any, pin: dict | None) -> TargetResult:
+def _profile(
+    spec: KernelSpec, params: ProfileParams, ctx: Any, nvtx: Any, pin: dict | None
+) -> TargetResult:
     import torch
 
     from workbench.runtime import tensors
 
-    configs = [Config(tuple(c["shape"]), c.get("dtype")) for c in params.get("configs") or []]
+    configs = [Config(tuple(c["shape"]), c.get("dtype")) for c in params.configs]
     if not configs:
         raise fail("no-config", "no shape/dtype to profile was given", "pass --config SHAPE")
-    warmup = max(int(params.get("warmup", 2)), 1)
-    repeats = max(int(params.get("repeats", 1)), 1)
+    warmup = max(params.warmup, 1)
+    repeats = max(params.repeats, 1)
     cuda = ctx.device.startswith("cuda")
 
     def sync() -> None:

@@ -21,10 +21,10 @@ from workbench.bench import history
 from workbench.bench import report as benchreport
 from workbench.bench.result import BenchRecord, BenchResult
 from workbench.loop.trial import Trial, alternatives
-from workbench.profilers.saved import PROFILE_KINDS
 from workbench.report import collect, plots
 from workbench.report.collect import Found, Kernel
 from workbench.report.doc import Block, Code, Heading, Image, Inline, Notice, Page, Pre, para, table
+from workbench.run.kinds import COMMANDS, Command, for_tab
 from workbench.run.store import RESULT_ERRORS, RunRecord
 from workbench.runtime.errors import Problem
 from workbench.runtime.grammar import shape_text
@@ -44,7 +44,8 @@ CASE_STATUSES = ("passed", "failed", "error", "skipped")
 CASES_SHOWN = 12
 """Failing check cases listed; the rest are counted."""
 PARTS = ("check", "bench", "sweep", "resources", "profile", "diagnosis", "history")
-"""The page's parts in order, and the index's columns."""
+"""The page's parts in order, and the index's columns: each the tab of the same name, read from
+the runs of the command that fills it (`run.kinds.for_tab`)."""
 
 
 IMAGES = ("roofline.png", "sweep.png", "trend.png")
@@ -106,6 +107,11 @@ def _shown_path(path: str) -> str:
     return os.path.relpath(p) if p.is_absolute() and p.is_relative_to(Path.cwd()) else path
 
 
+def _filler(part: str) -> Command:
+    """The command that fills a part: its tab's; the history's bench times come from `bench`."""
+    return for_tab(part) or COMMANDS["bench"]
+
+
 def when(run: RunRecord) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(run.started))
 
@@ -144,7 +150,7 @@ class _Builder:
             del self.blocks[marks[0] :], self.problems[marks[1] :], self.missing[marks[2] :]
             del self.images.written[marks[3] :]  # the part is replaced whole by its problem
             run = self.run
-            action = {"diagnosis": "diagnose", "history": "bench"}.get(name, name)
+            action = _filler(name).name
             problem = (
                 self.k.unreadable(run, exc, action)
                 if run
@@ -189,19 +195,15 @@ class _Builder:
         return True
 
     def newest(
-        self,
-        part: str,
-        kinds: tuple[str, ...],
-        read: Callable[[RunRecord], T],
-        action: str,
-        options: str = "",
-        *more: Inline,
+        self, part: str, read: Callable[[RunRecord], T], options: str = "", *more: Inline
     ) -> T | None:
-        """The newest result of `kinds` that `read` can read, said to be from its run; None when
-        there is none, the part then naming the command (`action` `options`) that fills it."""
-        found = self.k.newest(kinds, read, action)
+        """The newest result `read` can read of the runs the part shows, said to be from its
+        run; None when there is none, the part then naming the command (with `options`) that
+        fills it."""
+        command = _filler(part)
+        found = self.k.newest(command.shows, read, command.name)
         if not self.found(found, part):
-            self.not_run(action, options, *more)
+            self.not_run(command.name, options, *more)
             return None
         return found.value
 
@@ -214,7 +216,7 @@ class _Builder:
     # ---- parts ------------------------------------------------------------------------------
 
     def check(self) -> None:
-        report = self.newest("check", ("check",), collect.read_check, "check")
+        report = self.newest("check", collect.read_check)
         if report is None:
             return
         verdict, *facts = viewrows.check_verdict(report).splitlines()
@@ -239,7 +241,7 @@ class _Builder:
 
     def _bench_runs(self) -> tuple[list[tuple[RunRecord, BenchResult]], list[RunRecord]]:
         """Readable bench results, newest first, and every bench run (for the trend)."""
-        runs, problem = self.k.runs(("bench",))
+        runs, problem = self.k.runs(_filler("bench").shows)
         found: Found = Found(problems=[problem] if problem else [])
         readable = []
         for run in runs:
@@ -310,7 +312,7 @@ class _Builder:
         )
 
     def sweep(self) -> None:
-        result = self.newest("sweep", ("sweep",), collect.read_sweep, "sweep")
+        result = self.newest("sweep", collect.read_sweep)
         if result is None:
             return
         space = os.path.basename(result.space)
@@ -352,14 +354,7 @@ class _Builder:
         return sweepplot.png(result, path)
 
     def resources(self) -> None:
-        ir = self.newest(
-            "resources",
-            ("ir",),
-            collect.read_ir,
-            "resources",
-            "",
-            " (cross-compiles: no GPU needed)",
-        )
+        ir = self.newest("resources", collect.read_ir, "", " (cross-compiles: no GPU needed)")
         if ir is None:
             return
         self.add(para(f"Compiled for {ir.arch} ({ir.mode}), Triton {ir.triton_version}."))
@@ -380,9 +375,7 @@ class _Builder:
     def profile(self) -> None:
         summary = self.newest(
             "profile",
-            PROFILE_KINDS,
             collect.read_profile,
-            "profile",
             " --tool ncu",
             " on a GPU host, or read a saved report: ",
             Code(f"python -m workbench profile {self.k.name} --import FILE.ncu-rep"),
@@ -419,7 +412,7 @@ class _Builder:
         self.cells["profile"] = f"{len(measured)} finding(s)"
 
     def diagnosis(self) -> None:
-        d = self.newest("diagnosis", ("diagnose",), collect.read_diagnosis, "diagnose")
+        d = self.newest("diagnosis", collect.read_diagnosis)
         if d is None:
             return
         self.add(para(diagview.roofline_text(d.roofline)))
@@ -459,7 +452,8 @@ class _Builder:
         self.trial()
 
     def trial(self) -> None:
-        found = self.k.newest(("diagnose-try",), collect.read_trial, "diagnose")
+        diagnose = _filler("diagnosis")
+        found = self.k.newest(diagnose.also, collect.read_trial, diagnose.name)
         for p in found.problems:
             self.problem(p)
         if found.value is None or found.run is None:

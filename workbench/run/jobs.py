@@ -20,13 +20,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from workbench.catalog.discovery import KernelEntry
-from workbench.run import lifeline, machine, runlog, store
+from workbench.run import kinds, lifeline, machine, runlog, store
 from workbench.run.faults import problem_from_exit, timeout_problem
+from workbench.run.params import Params
 from workbench.run.runlog import RunLog
 from workbench.runtime.errors import Problem
 
@@ -47,8 +48,10 @@ LOG_TAIL = 8000
 @dataclass
 class Job:
     kind: str
+    """One of `kinds.JOBS`."""
     kernel: KernelEntry | None
-    params: dict = field(default_factory=dict)
+    params: Params
+    """The kind's own parameters type (`kinds.KINDS[kind].params`)."""
     timeout: float = 600.0
 
 
@@ -115,7 +118,7 @@ class Feed:
 def child_command(job: Job, run_dir: str) -> list[str]:
     cmd = [sys.executable, "-m", "workbench.run.worker", job.kind, "--run-dir", run_dir]
     cmd += ["--timeout", f"{job.timeout:g}"]
-    cmd += ["--params", json.dumps(job.params)]
+    cmd += ["--params", json.dumps(job.params.to_dict())]
     if job.kernel:
         cmd += ["--file", job.kernel.file, "--kernel", job.kernel.name]
     return cmd
@@ -216,6 +219,8 @@ def run_job(
             store.write_fault(log.path, log.fault)
     outcome.seconds = time.monotonic() - start
     outcome.log = runlog.tail(log.path, LOG_TAIL)
+    if outcome.result is not None:
+        _check_result(outcome)
     if outcome.status == "ok" and outcome.result is None:
         if interrupted is not None or _STOPPED.is_set():
             outcome.status, outcome.problem = "cancelled", Problem(*_INTERRUPTED)
@@ -228,6 +233,16 @@ def run_job(
     if interrupted is not None:
         raise interrupted
     return outcome
+
+
+def _check_result(outcome: Outcome) -> None:
+    """A result that does not read as its kind's type ends the job as an error (`wrong-result`,
+    the JSON in its detail), rather than as a KeyError in whatever reads it next."""
+    try:
+        kinds.read_result(outcome.job.kind, outcome.result)
+    except store.RESULT_ERRORS as exc:
+        outcome.problem = kinds.wrong_result(outcome.job.kind, outcome.result, exc)
+        outcome.status, outcome.result = "error", None
 
 
 def stop_all() -> None:
@@ -350,7 +365,7 @@ def _record(outcome: Outcome) -> None:
         job.kind,
         job.kernel.name if job.kernel else "-",
         file=job.kernel.file if job.kernel else None,
-        params=job.params,
+        params=job.params.to_dict(),
         status=outcome.status,
         seconds=outcome.seconds,
         mode=result.get("mode") or machine.mode(),

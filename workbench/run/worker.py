@@ -11,30 +11,18 @@ worker) reads its runner's messages, JSON lines on stdin, from `Context.inbox`.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import queue
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.run import lifeline, machine
+from workbench.run import kinds, lifeline, machine
 from workbench.runtime import compat
 from workbench.runtime.errors import WorkbenchError
-
-# kind -> "module:function"; imported only when that kind runs.
-KINDS: dict[str, str] = {
-    "check": "workbench.check.job:job",
-    "ir": "workbench.ir.job:job",
-    "bench": "workbench.bench.job:job",
-    "profile-target": "workbench.profilers.target:job",
-    "sweep": "workbench.sweep.job:job",
-    "sweep-worker": "workbench.sweep.job:worker",
-    "cache": "workbench.cache.job:job",
-}
 
 
 @dataclass
@@ -65,7 +53,7 @@ def _event_stream() -> Callable[[dict], None]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workbench.run.worker")
-    parser.add_argument("kind", choices=sorted(KINDS))
+    parser.add_argument("kind", choices=sorted(kinds.JOBS))
     parser.add_argument("--file")
     parser.add_argument("--kernel")
     parser.add_argument("--run-dir", default=".")
@@ -83,12 +71,13 @@ def execute(
     file: str | None,
     kernel: str | None,
     run_dir: str,
-    params: dict,
+    params: Mapping[str, Any],
     emit: Callable[[dict], None],
     inbox: queue.Queue[dict | None] | None = None,
 ) -> int:
     """Run the job `kind` in this process, its events and its end (result or error) sent to
-    `emit`: the child's whole life after its lifeline, and a Ray actor's (`sweep.cluster`)."""
+    `emit`: the child's whole life after its lifeline, and a Ray actor's (`sweep.cluster`).
+    `params` is their JSON, read as the kind's parameters here (a wrong shape is an error)."""
     gpu = machine.has_gpu()
     try:
         if not gpu:
@@ -96,10 +85,10 @@ def execute(
             compat.fix_interpreter()  # imports triton: after the switch above
         ctx = Context("cuda" if gpu else "cpu", not gpu, run_dir, emit, file, inbox)
         spec = _spec(file, kernel) if file and kernel else None
-        module, func = KINDS[kind].split(":")
-        job: Callable[[Any, dict, Context], dict] = getattr(importlib.import_module(module), func)
+        typed = kinds.job_params(kind, params)
+        job: Callable[[Any, Any, Context], dict] = kinds.resolve(kinds.KINDS[kind].entry or "")
         emit({"event": "started", "kind": kind, "device": ctx.device})
-        result = job(spec, params, ctx)
+        result = job(spec, typed, ctx)
     except WorkbenchError as exc:
         emit({"event": "error", "problem": exc.problem.to_dict()})
         return 1

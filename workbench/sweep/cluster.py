@@ -18,11 +18,13 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from types import ModuleType
 
 from workbench.catalog.discovery import KernelEntry
 from workbench.run import jobs, store
 from workbench.run.faults import timeout_problem
+from workbench.run.params import SweepParams
 from workbench.runtime.errors import Problem, fail
 from workbench.sweep.result import SweepResult
 from workbench.sweep.spread import Runner, Start
@@ -34,7 +36,7 @@ REMEDY = "pip install -e '.[ray]' here and on every host of the cluster"
 
 def run_sweep(
     entry: KernelEntry,
-    params: dict,
+    params: SweepParams,
     address: str,
     on_event: Callable[[dict], None] | None = None,
     cancel: threading.Event | None = None,
@@ -122,7 +124,7 @@ def _connect(ray: ModuleType, address: str) -> None:
 
 
 def _slots(
-    ray: ModuleType, entry: KernelEntry, params: dict, runner: Runner, timeout: float
+    ray: ModuleType, entry: KernelEntry, params: SweepParams, runner: Runner, timeout: float
 ) -> dict[str, Start]:
     """A worker per GPU of the cluster, or per host when it has none."""
     nodes = [n for n in ray.nodes() if n.get("Alive")]
@@ -133,11 +135,11 @@ def _slots(
         gpus = int(res.get("GPU", 0))
         cores = max(1, int(res.get("CPU", 1)))
         if has_gpus:
-            share = {**params, "jobs": params.get("jobs") or max(1, cores // max(1, gpus))}
+            share = replace(params, jobs=params.jobs or max(1, cores // max(1, gpus)))
             for i in range(gpus):
                 slots[f"{host}/gpu{i}"] = _start(ray, node, 1, entry, share, {}, runner, timeout)
         else:
-            share = {**params, "jobs": params.get("jobs") or cores}
+            share = replace(params, jobs=params.jobs or cores)
             env = {"WORKBENCH_DEVICE": "cpu"}  # a GPU-less actor sees no device: the interpreter
             slots[host] = _start(ray, node, 0, entry, share, env, runner, timeout)
     if not slots:
@@ -150,7 +152,7 @@ def _start(
     node: dict,
     gpus: int,
     entry: KernelEntry,
-    params: dict,
+    params: SweepParams,
     env: dict[str, str],
     runner: Runner,
     timeout: float,
@@ -171,7 +173,13 @@ def _start(
         job = jobs.Job("sweep-worker", entry, params, timeout)
         outcome = jobs.Outcome(job, store.new_run_id(), f"ray:{node['NodeManagerAddress']}")
         try:
-            _follow(ray, actor.run.remote(entry.file, entry.name, params, env), name, outcome, stop)
+            _follow(
+                ray,
+                actor.run.remote(entry.file, entry.name, params.to_dict(), env),
+                name,
+                outcome,
+                stop,
+            )
         finally:
             ray.kill(actor, no_restart=True)
         return outcome

@@ -34,6 +34,7 @@ from workbench.ir.capture import Launch, capture, compile_mode
 from workbench.ir.config import OPTION_NAMES, split_options
 from workbench.ir.occupancy import DEFAULT_ARCH
 from workbench.run.faults import problem_from_exception
+from workbench.run.params import SweepParams
 from workbench.runtime import compat, gpu_lock
 from workbench.runtime.errors import Problem, WorkbenchError, fail
 from workbench.runtime.grammar import shape_text
@@ -46,7 +47,6 @@ from workbench.sweep.space import Values
 from workbench.sweep.strategy import Budget
 
 MIN_ARCH = 75
-CONFIG_TIMEOUT = 120.0
 BACKLOG = 2
 """Compiled configs waiting for the GPU past which a worker asks for no more: what one worker
 holds, another cannot take."""
@@ -58,13 +58,13 @@ process: the event must reach the runner (a Ray actor's stream sends it on its o
 Emit = Callable[[dict], None]
 
 
-def job(spec: KernelSpec, params: dict, ctx: Any) -> dict:
+def job(spec: KernelSpec, params: SweepParams, ctx: Any) -> dict:
     """The "sweep" job: the whole sweep in this process, a queue of its own."""
     with _sweep(spec, params, ctx) as sweep:
         return sweep.alone().to_dict()
 
 
-def worker(spec: KernelSpec, params: dict, ctx: Any) -> dict:
+def worker(spec: KernelSpec, params: SweepParams, ctx: Any) -> dict:
     """The "sweep-worker" job: one worker of its runner's queue, until the runner says the end;
     its result is its own timings (the rows went out as events)."""
     with _sweep(spec, params, ctx) as sweep:
@@ -75,14 +75,14 @@ def worker(spec: KernelSpec, params: dict, ctx: Any) -> dict:
 class _sweep:
     """A Sweep with its compile pool, started before any CUDA use and closed at the end."""
 
-    def __init__(self, spec: KernelSpec, params: dict, ctx: Any):
+    def __init__(self, spec: KernelSpec, params: SweepParams, ctx: Any):
         compat.require_supported()
         self.gpu = ctx.device.startswith("cuda")
         self.spec, self.params, self.ctx = compile_mode(spec, ctx.file), params, ctx
 
     def __enter__(self) -> Sweep:
         start = time.perf_counter()
-        self.pool = CompilePool(int(self.params.get("jobs") or os.cpu_count() or 1))
+        self.pool = CompilePool(self.params.jobs or os.cpu_count() or 1)
         sweep = Sweep(self.spec, self.params, self.ctx, self.gpu, self.pool)
         sweep.timings["pool_start_s"] = round(time.perf_counter() - start, 3)
         return sweep
@@ -92,22 +92,23 @@ class _sweep:
 
 
 class Sweep:
-    def __init__(self, spec: KernelSpec, params: dict, ctx: Any, gpu: bool, pool: CompilePool):
+    def __init__(
+        self, spec: KernelSpec, params: SweepParams, ctx: Any, gpu: bool, pool: CompilePool
+    ):
         self.spec, self.params, self.ctx, self.pool = spec, params, ctx, pool
         device_arch = compat.device_arch() if gpu else None
-        self.arch = _arch(params.get("arch"), device_arch)
-        # "time": False keeps a GPU sweep static (resources only), as `diagnose` gathers them
-        self.timed = gpu and self.arch == device_arch and params.get("time", True)
+        self.arch = _arch(params.arch, device_arch)
+        self.timed = gpu and self.arch == device_arch and params.time
         self.gpu_name = _gpu_name() if gpu else None
-        self.dtype = params.get("dtype") or (spec.dtypes[0] if spec.dtypes else None)
-        self.done = _previous(params.get("resume"))
+        self.dtype = params.dtype or (spec.dtypes[0] if spec.dtypes else None)
+        self.done = _previous(params.resume)
         self.timings: dict[str, float] = {}
         self.launches: dict[str, tuple[Launch, Any]] = {}
         self.benches: dict[str, dict] = {}
         self.best: dict[str, float] = {}
         self.current: tuple[float, dict, int] | None = None
         self.emit: Emit = ctx.emit
-        self.strategy = params.get("strategy") or "exhaustive"
+        self.strategy = params.strategy
 
     def head(self) -> dict:
         """The result's header as this worker sees it (its `ready` event)."""
@@ -122,7 +123,7 @@ class Sweep:
             "host": socket.gethostname(),
             "triton_version": triton.__version__,
             "dtype": self.dtype,
-            "space": self.params.get("space") or "own",
+            "space": self.params.space,
             "jobs": self.pool.jobs,
             "device": facts.device(self.timed, self.dtype),
         }
@@ -130,7 +131,7 @@ class Sweep:
     def alone(self) -> SweepResult:
         """The whole sweep with this process as the one worker of its own queue."""
         start = time.perf_counter()
-        work = WorkQueue(float(self.params.get("config_timeout") or CONFIG_TIMEOUT))
+        work = WorkQueue(self.params.config_timeout)
         inbox: queue.Queue[dict | None] = queue.Queue()
         file = Path(self.ctx.run_dir) / RESULT_FILE
 
@@ -198,12 +199,12 @@ class Sweep:
     def _plan(self) -> None:
         """Each shape's configs in order, with the rows already known (an earlier run's, those the
         kernel's own prune drops), as one `plan` event per shape."""
-        shapes = [tuple(s) for s in self.params.get("shapes") or []] or _default_shapes(self.spec)
-        pick = self.params.get("triton_pick", True)
+        shapes = [tuple(s) for s in self.params.shapes or []] or _default_shapes(self.spec)
+        pick = self.params.triton_pick
         for n, shape in enumerate(shapes):
             base, tuner = self._launch(shape)
-            configs = _configs(self.params.get("space") or "own", tuner, base)
-            own = self.params.get("space") in (None, "own")
+            configs = _configs(self.params.space, tuner, base)
+            own = self.params.space == "own"
             dropped, note = _tuner_prunes(tuner, base, configs) if own else ({}, "")
             notes = [note] if note else []
             if self.timed and tuner is not None and not pick:
@@ -283,7 +284,7 @@ class Sweep:
         out = future.result()
         if out["problem"]:
             return {"status": "failed", "problem": out["problem"], "compile_s": out["compile_s"]}
-        space_name = self.params.get("space") or "own"
+        space_name = self.params.space
         reason = analysis.prune_reason(out["resources"], drop_spills=space_name == "auto")
         return {
             "status": "pruned" if reason else analysis.TIMED,
@@ -383,7 +384,7 @@ class Sweep:
         fresh = {c["row"]["label"]: c for c in futures.values()}
         ids = {label: c["id"] for label, c in {**known, **fresh}.items()}
         rows = []
-        for values in _configs(self.params.get("space") or "own", tuner, base):
+        for values in _configs(self.params.space, tuner, base):
             label = space.key(values)
             config = fresh.get(label) or known.get(label)
             row = config["row"] if config else self.done.get((text, label))
@@ -394,12 +395,12 @@ class Sweep:
             if label not in space_labels:  # failed to compile, or pruned
                 self.emit({"event": "config", "id": config["id"], "row": config["row"]})
         name = self.strategy
-        budget = Budget(**self.params["budget"]) if self.params.get("budget") else None
+        budget = Budget(**self.params.budget) if self.params.budget else None
         budget = budget or strategy.default_budget(name, len(rows))
         start = None
         pick = None
         if name == "coordinate" and rows:
-            if tuner is not None and strategy.starts_from_triton(self.params.get("space")):
+            if tuner is not None and strategy.starts_from_triton(self.params.space):
                 pick = self._triton(item)  # its start: Triton's pick, timed first
             start = strategy.static_start(rows, (pick or {}).get("label"))
         by_label = {r["label"]: r for r in rows}
@@ -426,7 +427,7 @@ class Sweep:
                 self.emit({"event": "config", "id": ids[row["label"]], "row": row})
             return {**row, "check_s": 0.0 if checked else row.get("check_s")}
 
-        seed = int(self.params.get("seed") or 0)
+        seed = self.params.seed
         found = strategy.Space([r["values"] for r in rows])
         trace = strategy.search(name, found, evaluate, budget, seed, start and start[0])
         for row in rows:
@@ -474,7 +475,7 @@ class Sweep:
     def _watch(self) -> None:
         """End the process (and its compile workers) when one config overruns: a hung kernel
         cannot be interrupted; the running config is named first, so that it is blamed alone."""
-        limit = float(self.params.get("config_timeout") or CONFIG_TIMEOUT)
+        limit = self.params.config_timeout
         while True:
             time.sleep(0.5)
             current = self.current

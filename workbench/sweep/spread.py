@@ -15,10 +15,12 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from workbench.catalog.discovery import KernelEntry
 from workbench.run import jobs, machine, store
+from workbench.run.params import SweepParams
 from workbench.runtime.errors import Problem, WorkbenchError, fail
 from workbench.sweep import plot
 from workbench.sweep.analysis import RESULT_FILE
@@ -27,7 +29,6 @@ from workbench.sweep.result import SweepResult
 
 RETRIES = 5
 """Workers started again on one GPU after one died there, before that GPU is given up."""
-CONFIG_TIMEOUT = 120.0
 SAVE_S = 1.0
 """How often sweep.json is written while rows land (each write holds every row so far)."""
 Start = Callable[[str, threading.Event], jobs.Outcome]
@@ -71,7 +72,7 @@ def resume_file(kernel: str) -> str:
 
 def run_sweep(
     entry: KernelEntry,
-    params: dict,
+    params: SweepParams,
     gpus: list[str],
     on_event: Callable[[dict], None] | None = None,
     cancel: threading.Event | None = None,
@@ -80,7 +81,7 @@ def run_sweep(
     """(the sweep's result or None, the outcomes of its workers and, last, its own)."""
     runner = Runner(entry, params, on_event, cancel, timeout)
     cores = os.cpu_count() or 1
-    share = {**params, "jobs": params.get("jobs") or max(1, cores // max(1, len(gpus)))}
+    share = replace(params, jobs=params.jobs or max(1, cores // max(1, len(gpus))))
 
     def start(gpu: str | None) -> Start:
         def run(worker: str, stop: threading.Event) -> jobs.Outcome:
@@ -104,14 +105,14 @@ class Runner:
     def __init__(
         self,
         entry: KernelEntry,
-        params: dict,
+        params: SweepParams,
         on_event: Callable[[dict], None] | None,
         cancel: threading.Event | None,
         timeout: float,
     ):
         self.entry, self.params, self.on_event, self.timeout = entry, params, on_event, timeout
         self.cancel = cancel or threading.Event()
-        self.queue = WorkQueue(float(params.get("config_timeout") or CONFIG_TIMEOUT))
+        self.queue = WorkQueue(params.config_timeout)
         self.run_id = store.new_run_id()
         self.folder, self.store_problem = jobs.prepare_run_dir(self.run_id)
         self.links: dict[str, Callable[[dict], object]] = {}
@@ -232,7 +233,7 @@ class Runner:
             "sweep",
             self.entry.name,
             file=self.entry.file,
-            params={**self.params, "workers": workers},
+            params=replace(self.params, workers=workers).to_dict(),
             status="partial" if result and not result.complete else outcome.status,
             seconds=outcome.seconds,
             mode=result.mode if result else machine.mode(),

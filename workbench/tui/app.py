@@ -1,7 +1,7 @@
 """The terminal UI: the app owns what outlives a tab or a kernel switch (the catalog, the job
 queue, the results of this session, each kernel's options) and opens the main screen. Layout is
 in `screens/` and `widgets/`, styles in `app.tcss`, one pane per tab in `tabs/`, keys in
-`keymap`; the work is `views.actions`, the same calls the CLI makes, in child processes.
+`keymap`; the work is `app.actions`, the same calls the CLI makes, in child processes.
 Nothing here imports torch or triton, and the tabs load after the kernel list has painted.
 """
 
@@ -15,11 +15,12 @@ from textual.app import App
 from textual.command import Provider
 from textual.message import Message
 
+from workbench.app.actions import Selection
 from workbench.run import machine
 from workbench.tui.catalog import find_kernels
 from workbench.tui.jobqueue import QUEUED, JobQueue, Task
 from workbench.tui.screens.main import MainScreen
-from workbench.views.actions import Finished, Selection
+from workbench.views.finished import Finished
 
 
 def _palette() -> type[Provider]:

@@ -12,8 +12,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from workbench.app.actions import RUNNERS, Selection
 from workbench.catalog.discovery import KernelEntry
-from workbench.views.actions import ACTIONS, Finished, Selection, crashed
+from workbench.run.kinds import COMMANDS
+from workbench.views.finished import Finished, crashed
 
 QUEUED, RUNNING, DONE, CANCELLED = "queued", "running", "done", "cancelled"
 CLOSE_WAIT_S = 30.0
@@ -43,7 +45,7 @@ class Task:
 
     @property
     def unit(self) -> str:
-        return ACTIONS[self.action].unit
+        return COMMANDS[self.action].unit
 
     def elapsed(self, now: float | None = None) -> float:
         if self.started_at is None:
@@ -179,7 +181,7 @@ class JobQueue:
             self.listener(task, event)
 
         try:
-            return ACTIONS[task.action].run(
+            return RUNNERS[task.action](
                 task.kernel, task.selection, on_event, task.cancel, **task.extra
             )
         except Exception as exc:  # noqa: BLE001 - shown in the tab as the workbench's own fault

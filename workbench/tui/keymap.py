@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from textual.binding import Binding
 
+from workbench.run.kinds import COMMANDS
 from workbench.tui.tabs import TABS
-from workbench.views.actions import ACTIONS
 
 NEEDS_GPU = "needs a CUDA GPU and this machine has none"
 
@@ -74,8 +74,8 @@ def keymap() -> list[Key]:
     )
     for n, t in enumerate(TABS, 1):
         if t.action:
-            gpu = ACTIONS[t.action].gpu_only
-            what = f"{ACTIONS[t.action].title}: the selected kernel, into {t.title}"
+            gpu = COMMANDS[t.action].gpu_only
+            what = f"{COMMANDS[t.action].title}: the selected kernel, into {t.title}"
             keys.append(Key(t.key, f"run({t.action!r})", t.title, what, gpu=gpu, id=t.action))
         else:
             keys.append(Key(t.key, f"show_tab({t.id!r})", t.title, f"show {t.title}", id=t.id))

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from workbench.bench import history
+from workbench.run.kinds import read_result
 from workbench.run.store import RESULT_ERRORS, UNREADABLE, RunRecord, Store
-from workbench.views.actions import typed
 
 if TYPE_CHECKING:
     from workbench.bench.result import BenchResult
@@ -59,7 +59,7 @@ def verdict(rec: RunRecord) -> str:
     said = ""
     try:
         if rec.kind in TYPED and rec.result is not None:
-            said = TYPED[rec.kind](typed(rec.kind, rec.result))
+            said = TYPED[rec.kind](read_result(rec.kind, rec.result))
         elif rec.kind in RECORDED and (rec.result or rec.summary):
             said = RECORDED[rec.kind](rec)
     except RESULT_ERRORS:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.cache.freshness import changed_since
 from workbench.catalog.discovery import KernelEntry
-from workbench.views.actions import typed
+from workbench.run.kinds import read_result
 from workbench.views.text import escape_controls
 
 if TYPE_CHECKING:  # the list paints before the store is read: its module loads with the reading
@@ -83,11 +83,11 @@ def _newest(store: Store, name: str, kind: str, skip_cancelled: bool = False) ->
 def _check_word(run: RunRecord) -> str:
     if run.result is None:  # a check that did not finish (or a damaged row): how it ended
         return run.status
-    return "ok" if typed("check", run.result).correct else "FAIL"
+    return "ok" if read_result("check", run.result).correct else "FAIL"
 
 
 def _roofline(run: RunRecord) -> float | None:
-    result = typed("bench", run.result)
+    result = read_result("bench", run.result)
     ratios = [
         float(r.roofline_ratio)
         for r in (result.records if result else [])
@@ -103,7 +103,7 @@ def _findings(compiled: RunRecord | None, diagnosed: RunRecord | None) -> int | 
         above = (diagnosed.summary or {}).get("above_info")
         if above is not None:
             return int(above)
-    ir = typed("ir", compiled.result) if compiled else None
+    ir = read_result("ir", compiled.result) if compiled else None
     if ir is None:
         return None
     return sum(f.get("severity") != "info" for f in ir.findings)

@@ -5,20 +5,11 @@ no UI imports."""
 from __future__ import annotations
 
 from workbench.catalog.discovery import KernelEntry
+from workbench.run.kinds import for_tab, read_result
 from workbench.run.store import RESULT_ERRORS, UNREADABLE, RunRecord, Store, unreadable_result
 from workbench.runtime.errors import Problem
-from workbench.views.actions import Finished, problem_of, result_problems, typed, verdict_lines
+from workbench.views.finished import Finished, problem_of, result_problems, verdict_lines
 from workbench.views.text import run_footer
-
-STORE_KINDS = {
-    "check": "check",
-    "ir": "ir",
-    "resources": "ir",
-    "bench": "bench",
-    "sweep": "sweep",
-    "diagnosis": "diagnose",
-}
-"""Tab -> the store kind its result comes from (resources and ir share the ir job's runs)."""
 
 
 def latest(tab: str, entry: KernelEntry, store: Store | None = None) -> Finished | None:
@@ -29,9 +20,10 @@ def latest(tab: str, entry: KernelEntry, store: Store | None = None) -> Finished
         return _profile(entry)
     if tab == "history":
         return _history(entry, store or Store())
-    kind = STORE_KINDS.get(tab)
-    if kind is None:
-        return None
+    command = for_tab(tab)
+    if command is None or not command.shows:
+        return None  # a cache report is read live, never from the store
+    kind = command.shows[0]
     unread: list[Finished] = []
     for rec in (store or Store()).history(entry.name, kind, limit=5):
         if rec.result is None and rec.problem is None:
@@ -47,11 +39,11 @@ def latest(tab: str, entry: KernelEntry, store: Store | None = None) -> Finished
 def from_record(tab: str, rec: RunRecord) -> Finished:
     """`rec` as `tab` shows it; a record that does not read as its kind's result (a damaged
     row, a shape of another version) is shown as unreadable, with why."""
-    kind = STORE_KINDS[tab]
+    kind = rec.kind
     said = UNREADABLE if rec.status == UNREADABLE else "error"
     problems = [(said, problem_of(rec.problem))] if rec.problem else []
     try:
-        result = typed(kind, rec.result)
+        result = read_result(kind, rec.result)
         problems += result_problems(kind, result)
         lines = verdict_lines(kind, result)
     except RESULT_ERRORS as exc:

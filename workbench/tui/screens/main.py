@@ -19,7 +19,9 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane, Tabs
 
+from workbench.app.actions import Selection
 from workbench.catalog.discovery import KernelEntry
+from workbench.run.kinds import COMMANDS
 from workbench.tui import keymap
 from workbench.tui.catalog import find_kernels
 from workbench.tui.jobqueue import CANCELLED, DONE, QUEUED, RUNNING, Task
@@ -30,7 +32,7 @@ from workbench.tui.widgets.kernel_list import KernelList
 from workbench.tui.widgets.kernel_panel import KernelPanel
 from workbench.tui.widgets.key_footer import KeyFooter
 from workbench.tui.widgets.plain import PlainStatic
-from workbench.views.actions import ACTIONS, Finished, Selection, problem_text
+from workbench.views.finished import Finished, problem_text
 from workbench.views.kernels import LIST_HEADERS, KernelStatus, ordered
 from workbench.views.text import escape_controls
 
@@ -181,7 +183,7 @@ class MainScreen(Screen[None]):
             text.append(f"\n{e.description}")
         text.append(f"\n{self.selection(e).describe()} (o changes them)", "cyan")
         if not self.app.gpu:
-            gpu_only = ", ".join(a.name for a in ACTIONS.values() if a.gpu_only)
+            gpu_only = ", ".join(a.name for a in COMMANDS.values() if a.gpu_only)
             text.append(f"  · no GPU here: {gpu_only} greyed", "dim")
         head.update(text)
 
@@ -242,7 +244,7 @@ class MainScreen(Screen[None]):
         for task in self.app.queue.tasks:
             if (
                 task.kernel.name == entry.name
-                and t.id in ACTIONS[task.action].tabs
+                and t.id in COMMANDS[task.action].tabs
                 and task.state in (QUEUED, RUNNING)
             ):
                 return task
@@ -287,7 +289,7 @@ class MainScreen(Screen[None]):
             queue.submit(Task(action, entry, self.selection(entry), dict(extra or {})))
             if ahead is not None:
                 self.say(f"{action} {entry.name} queued behind {ahead.action} {ahead.kernel.name}")
-        self.action_show_tab(ACTIONS[action].tabs[0])
+        self.action_show_tab(COMMANDS[action].tabs[0])
 
     def task_changed(self, task: Task, event: dict | None) -> None:
         """From the app, on its own thread: a job's event, or its new state."""
@@ -296,7 +298,7 @@ class MainScreen(Screen[None]):
             self.refresh_bindings()
         ended = task.state in (DONE, CANCELLED) and event is None
         if ended and task.finished is not None:
-            for tab_id in ACTIONS[task.action].tabs:
+            for tab_id in COMMANDS[task.action].tabs:
                 self.app.results[(task.kernel.name, tab_id)] = task.finished
             self.app.results.pop((task.kernel.name, "history"), None)
             self.looked.discard((task.kernel.name, "history"))  # every run adds to it
@@ -305,7 +307,11 @@ class MainScreen(Screen[None]):
         if ended and t.id == "history" and entry is not None and entry.name == task.kernel.name:
             self.show_in(t)  # read again, with the run that just ended
             return
-        if entry is None or entry.name != task.kernel.name or t.id not in ACTIONS[task.action].tabs:
+        if (
+            entry is None
+            or entry.name != task.kernel.name
+            or t.id not in COMMANDS[task.action].tabs
+        ):
             return
         pane = self.pane(t.id)
         if event is None:
@@ -329,7 +335,7 @@ class MainScreen(Screen[None]):
         if action == "run":
             if self.selected is None:
                 return None
-            return None if ACTIONS[str(parameters[0])].gpu_only and not gpu else True
+            return None if COMMANDS[str(parameters[0])].gpu_only and not gpu else True
         if action == "in_tab":
             tab_id, method = str(parameters[0]), str(parameters[1])
             if tab_id != self.active_tab.id:
@@ -356,7 +362,7 @@ class MainScreen(Screen[None]):
             if k.key != event.key or not k.gpu or self.app.gpu:
                 continue
             if k.tab is None:
-                self.action_show_tab(ACTIONS[k.id].tabs[0])
+                self.action_show_tab(COMMANDS[k.id].tabs[0])
                 self.notify(f"{k.id}: {keymap.NEEDS_GPU}; shown: the newest stored result")
                 return
             if k.tab == self.active_tab.id:
@@ -456,7 +462,7 @@ class MainScreen(Screen[None]):
     def _go_to_task(self, task: Task | None) -> None:
         if task is not None:
             self.select_kernel(task.kernel.name)
-            self.action_show_tab(ACTIONS[task.action].tabs[0])
+            self.action_show_tab(COMMANDS[task.action].tabs[0])
 
     def select_kernel(self, name: str) -> None:
         """Put the cursor on kernel `name`, clearing a filter that hides it."""

@@ -11,12 +11,13 @@ from textual.containers import Grid, Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
+from workbench.app.actions import Selection
 from workbench.catalog.discovery import KernelEntry
 from workbench.ir.occupancy import ARCHS, DEFAULT_ARCH
 from workbench.runtime.errors import WorkbenchError
 from workbench.sweep.space import SPACES
 from workbench.tui.widgets.plain import PlainStatic, escaped
-from workbench.views.actions import Selection, problem_text
+from workbench.views.finished import problem_text
 
 SPACE_HELP = {
     "own": "own: the kernel's @triton.autotune configs",

@@ -1,7 +1,8 @@
 """The tabs of a kernel, one table: a tab is one module here (a `Pane` subclass, see `base`) plus
-one row of TABS. The app builds its tab bar, its keys (the run key, `1`-`9`, the tab's own keys),
-the help screen and the command palette from this table, and imports a tab's module only when
-the tab is first shown, so the kernel list paints without them.
+one row of TABS; the command its key starts is the one `run.kinds.COMMANDS` shows there first.
+The app builds its tab bar, its keys (the run key, `1`-`9`, the tab's own keys), the help screen
+and the command palette from this table, and imports a tab's module only when the tab is first
+shown, so the kernel list paints without them.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from workbench.run.kinds import for_tab
 
 if TYPE_CHECKING:
     from workbench.tui.tabs.base import Pane
@@ -39,22 +42,25 @@ class Tab:
     """The `Pane` subclass in it."""
     key: str
     """The key that runs `action` on the selected kernel and shows the tab (shows it, if none)."""
-    action: str | None = None
-    """The `views.actions.ACTIONS` entry the key starts; None: the tab only reads the store."""
     keys: tuple[TabKey, ...] = ()
+
+    @property
+    def action(self) -> str | None:
+        """The command the key starts (`run.kinds.for_tab`); None: the tab only reads the store."""
+        command = for_tab(self.id)
+        return command.name if command else None
 
 
 TABS: tuple[Tab, ...] = (
-    Tab("check", "Check", "check", "CheckPane", "c", "check"),
-    Tab("bench", "Bench", "bench", "BenchPane", "b", "bench"),
-    Tab("resources", "Resources", "compiled", "ResourcesPane", "s", "resources"),
+    Tab("check", "Check", "check", "CheckPane", "c"),
+    Tab("bench", "Bench", "bench", "BenchPane", "b"),
+    Tab("resources", "Resources", "compiled", "ResourcesPane", "s"),
     Tab(
         "ir",
         "IR",
         "ir",
         "IRPane",
         "i",
-        "ir",
         (
             TabKey("left_square_bracket", "stage", (-1,), "prev stage", "previous IR stage"),
             TabKey("right_square_bracket", "stage", (1,), "next stage", "next IR stage"),
@@ -70,17 +76,15 @@ TABS: tuple[Tab, ...] = (
         "sweep",
         "SweepPane",
         "t",
-        "sweep",
         (TabKey("n", "profile_row", (), "ncu config", "ncu on the highlighted config", gpu=True),),
     ),
-    Tab("profile", "Profile", "profile", "ProfilePane", "p", "profile"),
+    Tab("profile", "Profile", "profile", "ProfilePane", "p"),
     Tab(
         "diagnosis",
         "Diagnosis",
         "diagnosis",
         "DiagnosisPane",
         "g",
-        "diagnose",
         (
             TabKey(
                 "y",
@@ -92,7 +96,7 @@ TABS: tuple[Tab, ...] = (
             ),
         ),
     ),
-    Tab("cache", "Cache", "cache", "CachePane", "k", "cache"),
+    Tab("cache", "Cache", "cache", "CachePane", "k"),
     Tab("history", "History", "history", "HistoryPane", "h"),
 )
 

@@ -24,8 +24,8 @@ from workbench.run.store import RESULT_ERRORS, UNREADABLE
 from workbench.runtime.errors import Problem
 from workbench.tui.jobqueue import QUEUED, RUNNING, Task
 from workbench.tui.widgets.plain import PlainStatic, PlainTable
-from workbench.views.actions import Finished, problem_text
 from workbench.views.cache import age
+from workbench.views.finished import Finished, problem_text
 
 
 @dataclass

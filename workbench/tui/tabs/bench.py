@@ -14,7 +14,7 @@ from workbench.bench.result import BenchRecord
 from workbench.tui.tabs.base import Pane, rows_table
 from workbench.tui.widgets.plain import PlainStatic
 from workbench.views import bench as rows
-from workbench.views.actions import Finished
+from workbench.views.finished import Finished
 
 
 class BenchPane(Pane):

@@ -14,8 +14,8 @@ from textual.widgets import DataTable, Static
 from workbench.tui.tabs.base import Pane, View, rows_table
 from workbench.tui.widgets.plain import PlainStatic
 from workbench.views import cache as rows
-from workbench.views.actions import Finished
 from workbench.views.cache_reach import reach_lines, reach_of
+from workbench.views.finished import Finished
 
 
 class CachePane(Pane):

@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Static
 from workbench.check.result import CaseResult
 from workbench.tui.tabs.base import Pane, rows_table
 from workbench.tui.widgets.plain import PlainStatic
-from workbench.views.actions import Finished
+from workbench.views.finished import Finished
 from workbench.views.rows import CHECK_HEADERS, case_shape, check_row
 from workbench.views.text import ELLIPSIS, word_cut
 

@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Static
 
 from workbench.tui.tabs.base import Pane, rows_table
 from workbench.tui.widgets.plain import PlainStatic
-from workbench.views.actions import Finished
+from workbench.views.finished import Finished
 from workbench.views.rows import RESOURCE_HEADERS, finding_lines, resource_row
 
 

@@ -14,13 +14,13 @@ from workbench.diagnosis.facts import Diagnosis
 from workbench.diagnosis.finding import Finding
 from workbench.tui.tabs.base import Pane, StartAction, rows_table
 from workbench.tui.widgets.plain import PlainStatic
-from workbench.views.actions import Finished
 from workbench.views.diagnosis import (
     FINDING_HEADERS,
     closing_lines,
     finding_detail,
     finding_rows,
 )
+from workbench.views.finished import Finished
 
 SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "cyan", "info": "dim"}
 

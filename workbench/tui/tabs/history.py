@@ -13,8 +13,8 @@ from workbench.bench.history import TREND_HEADERS, trend_row
 from workbench.run.store import UNREADABLE
 from workbench.tui.tabs.base import Pane, View, rows_table
 from workbench.tui.widgets.plain import PlainStatic
-from workbench.views.actions import Finished
 from workbench.views.bench import spark
+from workbench.views.finished import Finished
 from workbench.views.history import KERNEL_RUN_HEADERS, KernelHistory, run_row
 
 FLAGGED = ("NOT correct", UNREADABLE)

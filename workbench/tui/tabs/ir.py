@@ -21,7 +21,7 @@ from workbench.tui.tabs.base import Pane
 from workbench.tui.widgets.code_view import CodeView
 from workbench.tui.widgets.plain import PlainStatic
 from workbench.views import irview
-from workbench.views.actions import Finished
+from workbench.views.finished import Finished
 from workbench.views.text import fmt, table
 
 

@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Static
 
 from workbench.tui.tabs.base import Pane, View, rows_table
 from workbench.tui.widgets.plain import PlainStatic, PlainTable
-from workbench.views.actions import Finished
+from workbench.views.finished import Finished
 from workbench.views.rows import (
     LINE_HEADERS,
     NO_MEASURED_FINDINGS,

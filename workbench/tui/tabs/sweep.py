@@ -16,7 +16,7 @@ from workbench.sweep.result import SweepResult
 from workbench.sweep.space import autotune_snippet
 from workbench.tui.tabs.base import Pane, StartAction, rows_table
 from workbench.tui.widgets.plain import PlainStatic
-from workbench.views.actions import Finished
+from workbench.views.finished import Finished
 from workbench.views.sweep import NARROW, names, rows_of
 
 
