@@ -20,7 +20,10 @@ phase: the queue's wall time from the first item handed out to the last row in. 
 and log, and the report (ratios to one GPU), are packed into DIR/sweep_gpus.tgz; a step that would
 overrun --budget-s (the device tool's 10 minutes less a margin) is skipped and said so.
 
-    python benchmarks/sweep_gpus.py --out DIR [--workload moe] [--budget-s 520]
+    python benchmarks/sweep_gpus.py --out DIR [--workload matmul3|moe] [--strategy] [--budget-s 520]
+
+matmul3 is the matmul at record_spaces.py's three shapes alone (a one-GPU host's comparison of
+the native path with Ray, and with --strategy a live check of coordinate descent).
 """
 
 from __future__ import annotations
@@ -62,7 +65,8 @@ def workload(name: str, tmp: Path) -> tuple[list[str], int]:
     space = matmul_space()
     (tmp / "space.json").write_text(json.dumps(space))
     [shapes] = [extra for n, *_, extra, _share in SWEEPS if n == "matmul"]
-    shapes += [a for shape in MORE_SHAPES for a in ("--shape", shape)]
+    if name == "matmul":
+        shapes = shapes + [a for shape in MORE_SHAPES for a in ("--shape", shape)]
     args = ["matmul16", "--path", str(MATMUL16), "--space", str(tmp / "space.json"), *shapes]
     return args, len(space) * shapes.count("--shape")
 
@@ -70,7 +74,10 @@ def workload(name: str, tmp: Path) -> tuple[list[str], int]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--workload", choices=("matmul", "moe"), default="matmul")
+    ap.add_argument("--workload", choices=("matmul", "matmul3", "moe"), default="matmul")
+    ap.add_argument("--strategy", action="store_true",
+                    help="also sweep on one GPU with --strategy coordinate (its default budget) "
+                    "and compare each shape's best with the exhaustive one-GPU run's")  # fmt: skip
     ap.add_argument("--budget-s", type=float, default=520.0)
     args = ap.parse_args()
     out = Path(args.out)
@@ -90,6 +97,9 @@ def main() -> None:
     else:
         bench.run(f"ray_local_{len(pair)}", ["--cluster", "local"],
                   estimate=bench.guess(len(pair)) + 30, visible=",".join(pair))  # fmt: skip
+    if args.strategy:
+        bench.run("coordinate", ["--gpus", gpus[0], "--strategy", "coordinate"],
+                  estimate=bench.guess(1) / 2)  # fmt: skip
     if len(gpus) > 1:
         bench.run("killed", ["--gpus", every], estimate=bench.guess(len(gpus)) + 20, kill=gpus[-1])
     bench.finish()
@@ -188,6 +198,9 @@ class Bench:
     def finish(self) -> None:
         results = self.report.pop("results", {})
         one = results.get("gpus_1")
+        coordinate = results.pop("coordinate", None)
+        if one and coordinate:
+            self.report["runs"]["coordinate"]["against_exhaustive"] = searched(one, coordinate)
         if one:
             t1 = one["timings"]
             for name, result in results.items():
@@ -238,6 +251,24 @@ def same_rows(one: dict, other: dict) -> dict:
         "winners_agree": f"{winners}/{len(other['shapes'])}",
         "winners_differ": differ[:10],
     }
+
+
+def searched(one: dict, other: dict) -> dict:
+    """Per shape: the configs a strategy timed, out of those the exhaustive run timed, and its
+    best's time over the exhaustive best's (each as timed in its own run)."""
+    out = {}
+    for shape, info in one["shapes"].items():
+        ms = {r["label"]: r["ms"] for r in one["rows"] if shape_text(r["shape"]) == shape}
+        timed = [r for r in other["rows"] if shape_text(r["shape"]) == shape and r.get("ms")]
+        best = min(timed, key=lambda r: r["ms"], default=None)
+        out[shape] = {
+            "timed": len(timed),
+            "of": sum(1 for v in ms.values() if v),
+            "best": best and best["label"],
+            "best_vs_exhaustive": best and round(best["ms"] / ms[info["best"]], 4),
+            "exhaustive_ms_of_its_best": best and ms.get(best["label"]),
+        }
+    return out
 
 
 def _descendants(root: int) -> list[int]:
