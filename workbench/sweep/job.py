@@ -309,7 +309,7 @@ class Sweep:
             while len(self.benches) >= BENCHES:  # items come shape by shape: the oldest is done
                 self.benches.pop(next(iter(self.benches)))
             self.benches[text] = {"inputs": inputs, "ref": ref, "wider": wider}
-            self._add_time("capture_s", time.perf_counter() - started)
+            self._add_time("inputs_s", time.perf_counter() - started)
         return self.benches[text]
 
     def _time_row(self, row: dict, item: int, target: Any, samples: int | None = None) -> None:
