@@ -28,7 +28,7 @@ from workbench.runtime.errors import WorkbenchError
 # kind -> "module:function"; imported only when that kind runs.
 KINDS: dict[str, str] = {
     "check": "workbench.check.job:job",
-    "ir": "workbench.ir.job:job",
+    "ir": "workbench.diagnosis.ir_job:job",
     "bench": "workbench.bench.job:job",
     "profile-target": "workbench.profilers.target:job",
     "sweep": "workbench.sweep.job:job",

@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from workbench.catalog.freshness import changed_since
 from workbench.catalog.discovery import KernelEntry
+from workbench.catalog.freshness import changed_since
 from workbench.views.actions import typed
 from workbench.views.text import escape_controls
 
