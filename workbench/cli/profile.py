@@ -70,12 +70,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from workbench.diagnosis import diagnose_profile
     from workbench.profilers import saved, session
 
     if args.import_file:
         if args.name:  # an unknown NAME is refused before the report is read
             discover(args.path).find(args.name)
-        result = session.import_file(args.import_file)
+        result = diagnose_profile(session.import_file(args.import_file))
         if result.get("tool") == "ncu":
             _refuse_other_kernel(result, args.name)
             saved.record_import(result, args.import_file, args.name)
@@ -104,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
         pin=parse_settings(args.pin, "--pin") if args.pin else {},
     )
     profile_run = _run_cancellable(session, entry, req, None if args.json else _progress)
+    if profile_run.summary is not None:
+        profile_run.summary = diagnose_profile(profile_run.summary)
     if args.json:
         print_json(profile_run.to_dict())
     else:

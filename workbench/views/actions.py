@@ -324,6 +324,7 @@ def run_profile(
 ) -> Finished:
     """`workbench profile NAME --tool ncu [--case] [--pin]`; `case` and `pin` (a sweep row's)
     override the selection's."""
+    from workbench.diagnosis import diagnose_profile
     from workbench.profilers import session
     from workbench.views.text import run_footer
 
@@ -337,10 +338,11 @@ def run_profile(
     except WorkbenchError as exc:  # refused before it started: no ncu, no GPU, bad spec
         return refused("profile", entry, exc.problem, started)
     outcome = run.outcome
+    summary = diagnose_profile(run.summary) if run.summary is not None else None
     lines = []
-    if run.summary:
-        found = len(run.summary.get("findings", []))
-        lines.append(f"{entry.name}: {run.summary['launches']} launch(es), {found} finding(s)")
+    if summary:
+        found = len(summary.get("findings", []))
+        lines.append(f"{entry.name}: {summary['launches']} launch(es), {found} finding(s)")
     lines += [f"note: {n}" for n in run.notes]
     extra = f", {run.tool.name} {run.tool.version}"
     lines.append(run_footer(outcome.run_id, outcome.seconds, outcome.run_dir, extra))
@@ -350,8 +352,8 @@ def run_profile(
     return Finished(
         "profile",
         entry.name,
-        outcome.status if run.summary is None else "ok",
-        result=run.summary,
+        outcome.status if summary is None else "ok",
+        result=summary,
         problems=problems,
         lines=lines,
         run_id=outcome.run_id,

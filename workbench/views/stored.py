@@ -97,6 +97,7 @@ def _history(entry: KernelEntry, store: Store) -> Finished | None:
 
 
 def _profile(entry: KernelEntry) -> Finished | None:
+    from workbench.diagnosis import diagnose_profile
     from workbench.profilers import saved
 
     try:
@@ -117,7 +118,7 @@ def _profile(entry: KernelEntry) -> Finished | None:
         "profile",
         entry.name,
         "ok",
-        result=found.summary,
+        result=diagnose_profile(found.summary),
         lines=[found.describe()],
         run_id=found.run_id,
         started=found.started,
