@@ -102,6 +102,7 @@ def _profile(entry: KernelEntry) -> Finished | None:
 
     try:
         found = saved.latest(entry.name)
+        summary = diagnose_profile(found.summary) if found else None
     except RESULT_ERRORS as exc:  # a profile.json that is an ncu summary in name only
         unread = Problem(
             "corrupt-result",
@@ -118,7 +119,7 @@ def _profile(entry: KernelEntry) -> Finished | None:
         "profile",
         entry.name,
         "ok",
-        result=diagnose_profile(found.summary),
+        result=summary,
         lines=[found.describe()],
         run_id=found.run_id,
         started=found.started,
