@@ -176,7 +176,7 @@ def test_scan_reads_the_workbench_per_file_caches(cache, tmp_path):
 
 
 def test_changed_since(tmp_path):
-    from workbench.cache.freshness import changed_since
+    from workbench.catalog.freshness import changed_since
 
     f = tmp_path / "k.py"
     f.write_text("x = 1")

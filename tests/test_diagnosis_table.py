@@ -12,8 +12,9 @@ import pytest
 from conftest import FIXTURES
 
 import workbench.diagnosis as diagnosis
-from workbench.diagnosis import Compiled, diagnose_compile, pitfalls
+from workbench.diagnosis import diagnose_compile, pitfalls
 from workbench.diagnosis.registry import DETECTORS, detector, detectors
+from workbench.ir.facts import Compiled, CompileFacts
 from workbench.ir.linemap import StageMap
 from workbench.ir.resources import resources
 
@@ -89,7 +90,7 @@ def test_no_fix_text_is_written_outside_the_table():
     assert not inline
 
 
-def _candidates(kernel: str, tuned: bool, spilling_only: bool = False) -> list[Compiled]:
+def _facts(kernel: str, tuned: bool, spilling_only: bool = False) -> CompileFacts:
     """The library kernel's autotune configs as the IR job compiled them (Triton 3.9, sm_90)."""
     doc = json.loads((FIXTURES / "diagnosis" / "ir_cpu_autotune_candidates.json").read_text())
     out = []
@@ -105,7 +106,7 @@ def _candidates(kernel: str, tuned: bool, spilling_only: bool = False) -> list[C
         where = (v["file"], v["def_line"])
         ttir = "tt.dot"  # their TTIR holds tl.dot's op: all that the occupancy rule reads of it
         out.append(Compiled(v["label"], where, res, ttir, StageMap("ttir"), {}, tuned=tuned))
-    return out
+    return CompileFacts(out, [], [], [])
 
 
 @pytest.mark.parametrize("kernel", ["matmul", "attention"])
@@ -113,12 +114,12 @@ def test_autotune_candidates_that_spill_are_info_while_another_does_not(kernel: 
     """Some of the library kernels' autotune configs spill (or cannot launch) on sm_90; the
     autotuner times them all and skips what cannot launch, so they are facts, not problems.
     The same configs launched one by one, or candidates that all spill, keep their severity."""
-    found = diagnose_compile(_candidates(kernel, tuned=True), [], [], [])
+    found = diagnose_compile(_facts(kernel, tuned=True))
     spills = [f for f in found if f.id == "register-spill"]
     assert spills and all(f.severity == "info" for f in found)
     assert "autotune candidates" in spills[0].evidence["why_info"]
-    launched = diagnose_compile(_candidates(kernel, tuned=False), [], [], [])
+    launched = diagnose_compile(_facts(kernel, tuned=False))
     assert {f.severity for f in launched if f.id == "register-spill"} == {"high"}
-    every = diagnose_compile(_candidates(kernel, tuned=True, spilling_only=True), [], [], [])
+    every = diagnose_compile(_facts(kernel, tuned=True, spilling_only=True))
     launchable = [f for f in every if f.id == "register-spill" and f.severity == "high"]
     assert launchable  # every candidate that can launch spills: nothing to pick instead

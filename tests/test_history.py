@@ -12,6 +12,7 @@ import pytest
 from conftest import FIXTURES, cli
 
 from workbench.bench import history
+from workbench.bench.timing_rules import NOISE
 from workbench.run.store import RunRecord, Store
 
 H100 = json.loads((FIXTURES / "bench_h100_vector_add.json").read_text())
@@ -125,7 +126,7 @@ def test_a_slower_newest_run_is_a_regression_and_a_noise_sized_change_is_not():
     trends = history.trend(_points())
     assert history.regressions(_points()) == []
     assert {t.verdict for t in trends} == {"within noise"}
-    assert all(t.noise_ms / t.baseline_ms >= history.MIN_NOISE for t in trends)
+    assert all(t.noise_ms / t.baseline_ms >= NOISE for t in trends)
 
 
 def test_noise_widens_with_the_runs_own_spread():

@@ -14,9 +14,9 @@ from workbench.diagnosis.static import (
     drop_guarded,
     host_sync_findings,
     ir_findings,
-    irregular_shapes,
     merge,
 )
+from workbench.ir.facts import irregular_shapes
 from workbench.ir.linemap import map_mlir
 
 pytestmark = pytest.mark.versions  # CI runs these under every Triton release

@@ -157,3 +157,27 @@ def test_a_report_without_workbench_ranges_needs_a_name(reports):
     saved.record_import(result, "x.ncu-rep", "my_add")
     assert result["recorded"][0]["kernel"] == "my_add"
     assert saved.latest("my_add").summary["kernels"][0]["kernel"] == "_add_kernel"
+
+
+@pytest.mark.parametrize("as_written", ["measured only", "with its findings"])
+def test_a_stored_profile_shows_its_findings_however_it_was_written(reports, tmp_path, as_written):
+    """A profile run leaves what ncu measured (profile.json); the Profile tab has the diagnosis
+    find what it shows. One written with its findings (older runs, imports) shows them as kept."""
+    from workbench.catalog.discovery import discover
+    from workbench.run.store import RunRecord, Store
+    from workbench.views import stored
+
+    summary = copy.deepcopy(reports["spill"])
+    if as_written == "measured only":
+        del summary["findings"]
+    folder = tmp_path / "profile-run"
+    folder.mkdir()
+    (folder / "profile.json").write_text(json.dumps(summary))
+    Store().record(
+        RunRecord("p-1", "profile-target", "pitfall_spill", None, {}, "ok", 1.0, 2.0, "h100",
+                  "gpu", None, None, None, str(folder))
+    )  # fmt: skip
+    entry = discover([str(Path(__file__).parents[1] / "kernels")]).find("pitfall_spill")
+    shown = stored.latest("profile", entry)
+    assert shown is not None and shown.result["findings"] == reports["spill"]["findings"]
+    assert shown.result["findings"][0]["id"] == "register-spill"

@@ -17,6 +17,7 @@ from conftest import FIXTURES, ROOT
 from test_history import H100, PARTIAL, T0, bench_result, put
 
 from workbench.cli.main import main
+from workbench.diagnosis import diagnose_profile
 from workbench.diagnosis.facts import Diagnosis
 from workbench.diagnosis.finding import Finding
 from workbench.profilers import saved, session
@@ -110,7 +111,7 @@ def _fill(reports: Path) -> None:
     put("sweep", "matmul16", sweep["result"], T0, artifacts=str(folder), file=MATMUL16)
 
     put("ir", "pitfall_spill", _outcome("ir_gpu_resources_pitfall_spill.json")["result"], T0)
-    summary = session.import_file(str(FIXTURES / "ncu_spill.ncu-rep"))
+    summary = diagnose_profile(session.import_file(str(FIXTURES / "ncu_spill.ncu-rep")))
     saved.record_import(summary, str(FIXTURES / "ncu_spill.ncu-rep"), None)
     put("diagnose", EVIL, _diagnosis().to_dict(), T0 + HOUR)
     diagnosed = _outcome("report/diagnose_cpu_pitfall_spill.json")["result"]

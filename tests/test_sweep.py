@@ -19,7 +19,7 @@ from workbench.catalog.discovery import discover
 from workbench.run import jobs
 from workbench.run.params import SweepParams
 from workbench.runtime.errors import WorkbenchError
-from workbench.sweep import analysis, space, timing
+from workbench.sweep import analysis, space, tuner
 from workbench.sweep.result import SweepResult
 from workbench.tui.tabs.sweep import SweepPane
 from workbench.views.finished import Finished, sweep_lines
@@ -269,13 +269,13 @@ def test_triton_autotune_cache_entries_of_option_only_configs_read_back(tmp_path
     configs that set only num_warps (triton.Config({}, num_warps=w)) are read back as the
     sweep labels them, the fastest being the entry Triton would serve."""
     configs = [triton.Config({}, num_warps=w) for w in (1, 2, 4)]
-    tuner = triton.autotune(configs=configs, key=["n"])(_l2_norm_kernel)
+    autotuner = triton.autotune(configs=configs, key=["n"])(_l2_norm_kernel)
     entry = tmp_path / "0123abcd" / "_l2_norm_kernel.autotune.json"
     entry.parent.mkdir()
     stored = [(c.__dict__, [ms, ms, ms]) for c, ms in zip(configs, (0.031, 0.012, 0.020))]
     entry.write_text(json.dumps({"key": [1024, "torch.float32"], "configs_timings": stored}))
     monkeypatch.setattr(knobs.cache, "dir", str(tmp_path))
-    (found,) = timing.persisted(tuner)
+    (found,) = tuner.persisted(autotuner)
     assert (found["label"], found["ms"]) == ("num_warps=2,num_stages=3", 0.012)
     assert found["key"] == [1024, "torch.float32"] and found["file"] == str(entry)
 

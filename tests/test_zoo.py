@@ -130,7 +130,7 @@ os.environ["TRITON_INTERPRET"] = "1"
 from workbench.cache import static
 from workbench.catalog.discovery import discover
 from workbench.catalog.loader import load_spec
-from workbench.ir.job import job
+from workbench.diagnosis.ir_job import job
 from workbench.run.params import IrParams
 from workbench.run.worker import Context
 path, out = sys.argv[1], sys.argv[2]

@@ -8,6 +8,7 @@ import threading
 
 from workbench.cache.report import build_report
 from workbench.catalog.discovery import KernelEntry
+from workbench.diagnosis import diagnose_profile
 from workbench.loop.diagnose import DiagnoseRun
 from workbench.loop.diagnose import run as run_diagnose
 from workbench.loop.gather import OnStep, Options
@@ -96,7 +97,12 @@ def profile(
     on_event: jobs.OnEvent | None = None,
     cancel: Cancel = None,
 ) -> session.ProfileRun:
-    return session.profile(entry, request, on_event, cancel)
+    """The profile run, its summary read against the pitfall table (ncu measures; the findings
+    are made here, above the profilers)."""
+    run = session.profile(entry, request, on_event, cancel)
+    if run.summary is not None:
+        run.summary = diagnose_profile(run.summary)
+    return run
 
 
 def diagnose(

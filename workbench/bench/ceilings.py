@@ -14,9 +14,9 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import cast
 
 from workbench.bench.result import Ceilings
+from workbench.bench.timing import quantiles_ms
 from workbench.run import store
 from workbench.runtime import gpu_lock
 
@@ -27,16 +27,7 @@ MATMUL_SIZES: dict[str, tuple[int, ...]] = {
     "float16": (8192,),
     "float32": (8192,),  # with TF32 allowed: what a float32 tl.dot uses by default
 }
-QUANTILES = [0.5, 0.2, 0.8]
 Emit = Callable[[dict], None]
-
-
-def quantiles_ms(fn: Callable[[], object]) -> tuple[float, float, float]:
-    """(median, 20th, 80th percentile) ms of fn, L2 flushed before every call."""
-    from triton.testing import do_bench
-
-    p50, p20, p80 = cast("list[float]", do_bench(fn, quantiles=QUANTILES))  # one per quantile
-    return float(p50), float(p20), float(p80)
 
 
 def cache_path() -> Path:

@@ -11,7 +11,7 @@ Noise is measured, from the points themselves, as the largest of:
   of the earlier runs (the rule the sweep uses to tell two timings apart);
 - the run-to-run spread: 3 x the median absolute deviation of the earlier medians around their
   median (about two standard deviations of normal noise; one wild earlier run barely moves it);
-- a floor of 2 % of the baseline, below which timings on a shared GPU are not told apart.
+- a floor of `timing.NOISE` (2 %) of the baseline, below which timings are not told apart.
 """
 
 from __future__ import annotations
@@ -22,11 +22,10 @@ from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
 from workbench.bench.result import BenchResult
+from workbench.bench.timing_rules import NOISE
 from workbench.run.store import RESULT_ERRORS, RunRecord
 from workbench.runtime.grammar import shape_text
 
-MIN_NOISE = 0.02
-"""Relative floor of the noise: the sweep's NOISE too."""
 MAD_FACTOR = 3.0
 """Median absolute deviations in the run-to-run spread (~2 sigma)."""
 
@@ -244,7 +243,7 @@ def _compare(case: Case, ps: list[HistoryPoint]) -> Trend:
     base = statistics.median(times)
     own = (newest.spread + statistics.median(p.spread for p in earlier)) / 2
     between = MAD_FACTOR * statistics.median(abs(t - base) for t in times)
-    noise = max(own, between, MIN_NOISE * base)
+    noise = max(own, between, NOISE * base)
     found = None
     if newest.ms > base + noise:
         found = Regression(

@@ -29,6 +29,7 @@ from workbench.bench.result import (
     Sample,
     case_record,
 )
+from workbench.bench.timing import quantiles_ms
 from workbench.catalog.spec import KernelSpec, Shape
 from workbench.check import job as check
 from workbench.run import machine
@@ -193,7 +194,7 @@ def input_sets(
 def time_rotating(fn: Callable[..., Any], sets: list[tuple]) -> tuple[float, float, float]:
     """(median, p20, p80) ms of fn, each call on the next input set."""
     turn = itertools.cycle(sets)
-    return ceilings.quantiles_ms(lambda: fn(*next(turn)))
+    return quantiles_ms(lambda: fn(*next(turn)))
 
 
 def compiled_ms(fn: Callable[..., Any], sets: list[tuple], mode: str = "default") -> float | str:

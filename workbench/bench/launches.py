@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from workbench.bench import ceilings
+from workbench.bench.timing import quantiles_ms
 from workbench.catalog.spec import KernelSpec
 from workbench.check import exact
 from workbench.check.compare import compare
@@ -31,7 +31,7 @@ def launch_facts(spec: KernelSpec, args: tuple, dtype: str | None) -> dict[str, 
     for _ in range(WARMUP):
         call()
     torch.cuda.synchronize()
-    facts: dict[str, Any] = {**_kernels_of(call), "eager_ms": ceilings.quantiles_ms(call)[0]}
+    facts: dict[str, Any] = {**_kernels_of(call), "eager_ms": quantiles_ms(call)[0]}
     try:
         graph, out = _capture(call)
     except Exception as exc:  # noqa: BLE001 - a workload that cannot be captured is a fact
@@ -48,7 +48,7 @@ def launch_facts(spec: KernelSpec, args: tuple, dtype: str | None) -> dict[str, 
     facts["graph_correct"] = case.status == "passed"
     if case.status != "passed":
         facts["graph_problem"] = f"the replayed outputs are wrong: {case.reason}"
-    facts["graph_ms"] = ceilings.quantiles_ms(graph.replay)[0]
+    facts["graph_ms"] = quantiles_ms(graph.replay)[0]
     return facts
 
 

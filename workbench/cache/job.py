@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from workbench.bench.timing import quantiles_ms
+from workbench.bench.timing_rules import beats
 from workbench.cache import keys, live
 from workbench.cache.result import CacheReach
 from workbench.catalog.spec import KernelSpec
 from workbench.run.params import CacheParams
 from workbench.runtime import compat
 
-NOISE = 0.02
-"""A config beats another only when its p80 is under the other's p20 and its p50 >= 2 % lower."""
 MAX_INPUTS_PER_KEY = 4
 
 
@@ -201,12 +201,12 @@ def _verify(spec: KernelSpec, tuner: Any, key: tuple, group: list[dict], reach: 
     i_served, i_fast = configs.index(served), min(range(len(configs)), key=lambda i: times[i][0])
     out["served"] = {"config": str(served), "ms": times[i_served]}
     out["fastest"] = {"config": str(configs[i_fast]), "ms": times[i_fast]}
-    out["stale"] = entry is not None and _beats(times[i_fast], times[i_served])
+    out["stale"] = entry is not None and beats(times[i_fast], times[i_served])
     out["narrow"] = []
     for g, run in zip(group[1:], runs[1:]):
         own = [_time(tuner, key, c, run) for c in configs]
         i_best = min(range(len(configs)), key=lambda i: own[i][0])
-        if _beats(own[i_best], own[i_served]):
+        if beats(own[i_best], own[i_served]):
             differs = _differs(group[0]["named"], g["named"], tuner.keys)
             out["narrow"].append(
                 {
@@ -244,17 +244,11 @@ def _runner(spec: KernelSpec, item: dict):
 
 def _time(tuner: Any, key: tuple, config: Any, run: Callable[[], object]) -> list[float]:
     """[p50, p20, p80] ms of the launcher with `config` served for `key` (inf if it fails)."""
-    from workbench.bench.ceilings import quantiles_ms
-
     tuner.cache[key] = config
     try:
         return list(quantiles_ms(run))
     except Exception:  # noqa: BLE001 - out of resources etc.: Triton's autotuner says inf too
         return [float("inf")] * 3
-
-
-def _beats(a: list[float], b: list[float]) -> bool:
-    return a[2] < b[1] and a[0] < b[0] * (1 - NOISE)
 
 
 def _differs(a: dict, b: dict, key: list[str]) -> list[str]:

@@ -70,12 +70,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from workbench.diagnosis import diagnose_profile
     from workbench.profilers import saved, session
 
     if args.import_file:
         if args.name:  # an unknown NAME is refused before the report is read
             discover(args.path).find(args.name)
-        result = session.import_file(args.import_file)
+        result = diagnose_profile(session.import_file(args.import_file))
         if result.get("tool") == "ncu":
             _refuse_other_kernel(result, args.name)
             saved.record_import(result, args.import_file, args.name)

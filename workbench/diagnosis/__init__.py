@@ -4,20 +4,22 @@ Most findings are made here, from every kind of fact; the cache doctor (`cache.s
 `cache.findings`) makes its own in the same form, taken in as rows of the table (`autotune`).
 
 The pitfall table is data (`pitfalls`); detectors registered per row (`registry`) read `Facts`:
-static (`static`: resources, IR, source, run by the IR job through `diagnose_compile`), dynamic
+static (`static`: resources, IR, source, run on the compile's facts by `diagnose_compile`), dynamic
 (`dynamic`, `errors`: the check), measured (`measured`: ncu; `launch`: nsys and CUDA-graph
 timing; `roofline`: the bench), configs (`configs`: spill-free neighbours) and the autotune
 cache (`autotune`). `diagnose` runs them all, joins what one problem shows in several facts,
 places the kernel on the roofline, ranks by severity and gain (`rank`), routes (`routing`) and
-sets our findings beside Nsight Compute's rules (`agreement`). Pure: no torch, no triton.
+sets our findings beside Nsight Compute's rules (`agreement`). Pure: no torch, no triton, but
+for `ir_job`, the "ir" job kind's entry in the child: the IR stage's compile, then the static
+findings of its facts, so that the stages below never import the diagnosis.
 
-May import ir (its resources and line maps, as data), check, bench and profilers results, and
-runtime; the jobs and `workbench.loop` call it; views only read the findings.
+Sits above the stages: reads ir's facts (resources, line maps, compiles), check, bench and
+profilers results, and runtime; the consumers of results (`ir_job`, `workbench.loop`, views and
+reports) call it; views only read the findings.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,58 +43,27 @@ from workbench.diagnosis import (  # noqa: F401
 from workbench.diagnosis.facts import Diagnosis, Facts
 from workbench.diagnosis.finding import Finding
 from workbench.diagnosis.registry import detectors
-from workbench.diagnosis.static import irregular_shapes
-from workbench.ir.linemap import Key, StageMap
-from workbench.ir.resources import Resources
+from workbench.ir.facts import Compiled, CompileFacts, irregular_shapes
 
-__all__ = [
-    "Compiled",
-    "Diagnosis",
-    "Facts",
-    "Finding",
-    "diagnose",
-    "diagnose_compile",
-    "diagnose_profile",
-    "irregular_shapes",
-]
+__all__ = ["Diagnosis", "Facts", "Finding", "diagnose", "diagnose_compile", "diagnose_profile"]
 
 
-@dataclass(frozen=True)
-class Compiled:
-    """What one compiled config gives the diagnosis."""
-
-    label: str
-    where: Key
-    """The kernel's file and the line of its `def`."""
-    resources: Resources
-    ttir: str
-    ttir_map: StageMap
-    values: dict[str, Any]
-    """Its constexprs and compile options: the smallest power-of-two tile finds partial tiles."""
-    tuned: bool = False
-    """One of an autotuner's candidates: the autotuner times them all and runs the fastest."""
-
-
-def diagnose_compile(
-    compiled: list[Compiled],
-    kernel_sources: list[tuple[str, str, int]],
-    wrapper_sources: list[tuple[str, str, int]],
-    shapes: list[tuple[int, ...]],
-) -> list[Finding]:
+def diagnose_compile(facts: CompileFacts) -> list[Finding]:
     """Static findings of a compile: per config (spill, occupancy, IR patterns), per kernel source
-    (constexpr block sizes) and in the launcher (host syncs); (source, file, first line) each."""
+    (constexpr block sizes) and in the launcher (host syncs)."""
     found: list[Finding] = []
-    for c in compiled:
+    for c in facts.compiled:
         spill = static.spill_finding(c.resources, c.label, c.where)
         low = static.occupancy_finding(c.resources, c.label, c.where, "tt.dot" in c.ttir)
         found += [f for f in (spill, low) if f is not None]
-        irregular = _irregular_for(shapes, c.values)
+        irregular = _irregular_for(facts.shapes, c.values)
         found += static.ir_findings(c.ttir, c.ttir_map, c.label, irregular)
         found += masks.off_by_one(c.ttir, c.ttir_map, c.label)
-    found = static.among_candidates(found, {c.label: _launches(c) for c in compiled if c.tuned})
-    for source, file, first_line in kernel_sources:
+    tuned = {c.label: _launches(c) for c in facts.compiled if c.tuned}
+    found = static.among_candidates(found, tuned)
+    for source, file, first_line in facts.kernel_sources:
         found += static.constexpr_findings(source, file, first_line)
-    found += static.host_sync_findings(wrapper_sources)
+    found += static.host_sync_findings(facts.wrapper_sources)
     return static.merge(static.drop_guarded(found, lambda f: Path(f).read_text()))
 
 

@@ -3,8 +3,8 @@
 Every detector is a pure function of text or numbers. Ids, thresholds and fixes are the pitfall
 table's rows (`diagnosis.pitfalls`): register-spill, low-occupancy, accumulating-low-precision,
 fp32-dot-ieee, reduction-across-blocks, no-boundary-mask, c-integer-division, forgot-constexpr,
-host-sync. The IR job runs them (`diagnose_compile`); `diagnose` reads what it found from
-`Facts.compile_findings`.
+host-sync. The "ir" job kind runs them on the compile's facts (`ir.facts`, through
+`diagnose_compile`); `diagnose` reads what it found from `Facts.compile_findings`.
 """
 
 from __future__ import annotations
@@ -238,11 +238,6 @@ def ir_findings(
     return found
 
 
-def irregular_shapes(shapes: Iterable[tuple[int, ...]], block: int = 16) -> list[tuple[int, ...]]:
-    """Shapes with a dimension that is not a multiple of `block` (the smallest tile)."""
-    return [tuple(s) for s in shapes if any(int(d) % block for d in s)]
-
-
 # ---- Python source ---------------------------------------------------------------------------
 
 _BLOCK_NAME = re.compile(r"(?i)(block|tile|_size$|^b[mnk]$|^group_)")
@@ -402,5 +397,5 @@ def merge(findings: Iterable[Finding]) -> list[Finding]:
     "off-by-one-mask",
 )
 def compile_facts(facts: Facts) -> list[Finding]:
-    """What the IR job found in the compile (`diagnose_compile`), as the diagnosis's facts."""
+    """What the "ir" job found in the compile (`diagnose_compile`), as the diagnosis's facts."""
     return [replace(f, evidence={**f.evidence, "source": "static"}) for f in facts.compile_findings]

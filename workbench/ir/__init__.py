@@ -1,4 +1,5 @@
 """Compiled kernels: the ir job (child), capture, disassembly, line maps, resources, diffs.
 
-May import diagnosis, run, catalog and runtime; triton only in the child-side modules.
+May import run, catalog and runtime, no other stage (the diagnosis reads its facts, `facts`,
+from above); triton only in the child-side modules.
 """

@@ -1,5 +1,6 @@
-"""The "ir" job (child process): compile each launch of a kernel for a GPU arch, write every
-stage, map Python lines through them, read resources and collect static findings.
+"""The IR stage of the "ir" job (child process): compile each launch of a kernel for a GPU arch,
+write every stage, map Python lines through them and read resources; the result and the facts
+the diagnosis reads (`ir.facts`: it runs above, in `diagnosis.ir_job`).
 
 On a GPU host (no --arch, or the device's own) kernels compile through `warmup` and are loaded,
 so the driver's n_regs/n_spills can be set beside the static figures (and beside a cross-compile
@@ -16,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from workbench.catalog.spec import KernelSpec
-from workbench.diagnosis import Compiled, diagnose_compile, irregular_shapes
 from workbench.ir import disasm, resources
 from workbench.ir.capture import Launch, capture, compile_mode
 from workbench.ir.config import OPTION_NAMES, label, matches
+from workbench.ir.facts import Compiled, CompileFacts, Source, irregular_shapes
 from workbench.ir.linemap import STAGES, SourceMap
 from workbench.ir.occupancy import DEFAULT_ARCH
 from workbench.ir.result import IrResult, IrVariant
@@ -33,7 +34,8 @@ from workbench.runtime.outdir import OutDir
 TEXT_STAGES = ("ttir", "ttgir", "llir", "ptx")
 
 
-def job(spec: KernelSpec, params: IrParams, ctx: Any) -> dict:
+def compile_kernel(spec: KernelSpec, params: IrParams, ctx: Any) -> tuple[IrResult, CompileFacts]:
+    """The ir job's result, its findings not made yet, and the facts they are made from."""
     compat.require_supported()
     import triton
 
@@ -60,11 +62,7 @@ def job(spec: KernelSpec, params: IrParams, ctx: Any) -> dict:
         ctx.emit({"event": "variant", "variant": {k: result[k] for k in ("label", "error")}})
     ctx.emit({"event": "progress", "done": len(chosen), "total": len(chosen), "case": ""})
     launches = [v["launch"] for v in chosen]
-    merged = diagnose_compile(
-        compiled, _kernel_sources(launches), _wrapper_sources(spec.kernel_fn), shapes
-    )
-    irregular = irregular_shapes(shapes)
-    return IrResult(
+    result = IrResult(
         kernel=spec.name,
         mode="gpu" if on_device else "cross-compile",
         arch=f"sm_{arch}",
@@ -72,10 +70,13 @@ def job(spec: KernelSpec, params: IrParams, ctx: Any) -> dict:
         out_dir=str(out_dir),
         stages=stages,
         line_info=not compat.line_info_disabled(),
-        irregular_shapes=[list(s) for s in irregular],
+        irregular_shapes=[list(s) for s in irregular_shapes(shapes)],
         variants=[IrVariant(**r) for r in results],
-        findings=[f.to_dict() for f in merged],
-    ).to_dict()
+    )
+    facts = CompileFacts(
+        compiled, _kernel_sources(launches), _wrapper_sources(spec.kernel_fn), shapes
+    )
+    return result, facts
 
 
 def _variants(launches: list[Launch], arch: int) -> list[dict]:
@@ -292,7 +293,7 @@ def _check_shapes(spec: KernelSpec) -> list[tuple[int, ...]]:
     return [tuple(s) for name in spec.shapes if name != "bench" for s in spec.shape_set(name)]
 
 
-def _kernel_sources(launches: list[Launch]) -> list[tuple[str, str, int]]:
+def _kernel_sources(launches: list[Launch]) -> list[Source]:
     """(source, file, first line) of each distinct @triton.jit function launched."""
     out = []
     for fn in {id(launch.fn): launch.fn for launch in launches}.values():
@@ -301,9 +302,9 @@ def _kernel_sources(launches: list[Launch]) -> list[tuple[str, str, int]]:
     return out
 
 
-def _wrapper_sources(fn: Any) -> list[tuple[str, str, int]]:
+def _wrapper_sources(fn: Any) -> list[Source]:
     """kernel_fn's source and that of the module-level functions it calls by name."""
-    out: list[tuple[str, str, int]] = []
+    out: list[Source] = []
     queue, seen = [fn], set()
     while queue and len(out) < 8:
         f = queue.pop(0)

@@ -20,6 +20,7 @@ from workbench.cache import static as cache_static
 from workbench.cache.report import installed_triton
 from workbench.catalog.discovery import KernelEntry
 from workbench.check.result import CheckReport
+from workbench.diagnosis import diagnose_profile
 from workbench.diagnosis.facts import Facts, LaunchFacts
 from workbench.diagnosis.finding import Finding
 from workbench.ir.result import IrResult
@@ -151,7 +152,7 @@ def gather(
                 "--tool ncu` alone to see it whole",
                 source="tool",
             ))  # fmt: skip
-        facts.ncu = run.summary
+        facts.ncu = diagnose_profile(run.summary)
         return f"{len(run.summary.get('kernels', []))} launch(es) profiled"
 
     def sanitize() -> str:

@@ -12,7 +12,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.diagnosis import diagnose_profile
 from workbench.run import store
 from workbench.run.kinds import PROFILE_KINDS
 
@@ -31,8 +30,8 @@ class StoredProfile:
 
 
 def latest(kernel: str) -> StoredProfile | None:
-    """The newest ncu summary the store holds for `kernel` (its run folder's profile.json), with
-    its findings (diagnosed now when it was saved before summaries carried them)."""
+    """The newest ncu summary the store holds for `kernel` (its run folder's profile.json), as
+    stored: the reader has the diagnosis find what it shows (`diagnosis.diagnose_profile`)."""
     db = store.Store()
     records = [r for kind in PROFILE_KINDS for r in db.history(kernel, kind, limit=20)]
     for rec in sorted(records, key=lambda r: r.started, reverse=True):
@@ -41,13 +40,14 @@ def latest(kernel: str) -> StoredProfile | None:
         except (OSError, ValueError):
             continue
         if isinstance(summary, dict) and summary.get("tool") == "ncu":
-            return StoredProfile(rec.id, rec.kind, rec.started, diagnose_profile(summary))
+            return StoredProfile(rec.id, rec.kind, rec.started, summary)
     return None
 
 
 def record_import(result: dict, path: str, name: str | None) -> None:
-    """Keep an imported ncu summary in the store, one run per kernel, as a profile run keeps
-    its own: the TUI's Profile tab shows the newest. The summary stays whole if that fails."""
+    """Keep an imported ncu summary, with its findings, in the store, one run per kernel, as a
+    profile run keeps its own: the TUI's Profile tab shows the newest. The summary stays whole
+    if that fails."""
     by_name: dict[str, list[dict]] = {}
     for k in result["kernels"]:
         owner = name or (k["range"].split(":", 1)[0] if k.get("range") else None)

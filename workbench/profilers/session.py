@@ -1,7 +1,9 @@
 """One profile run: choose filters, run the target under ncu or nsys, read what it wrote.
 
 Parent side (no torch). Results already produced are kept: the report, the tool's log and the
-parsed summary (`profile.json`) stay in the run's folder even when a later step fails.
+parsed summary (`profile.json`) stay in the run's folder even when a later step fails. The
+summary holds what ncu measured; its findings are the diagnosis's, made where it is read
+(`diagnosis.diagnose_profile`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workbench.catalog.discovery import KernelEntry
-from workbench.diagnosis import diagnose_profile
 from workbench.profilers import ncu as ncu_cmd
 from workbench.profilers import nsys as nsys_cmd
 from workbench.profilers import nsysreport, tools
@@ -156,7 +157,7 @@ def _read_ncu(run: ProfileRun, run_dir: Path, tool: tools.Tool) -> None:
     if not report.is_file():
         return
     run.report = str(report)
-    run.summary = diagnose_profile(ncureport.load(str(report), tool.path).to_dict())
+    run.summary = ncureport.load(str(report), tool.path).to_dict()
 
 
 def _read_nsys(run: ProfileRun, run_dir: Path, tool: tools.Tool) -> None:
@@ -180,7 +181,7 @@ def import_file(path: str) -> dict:
         ncu_path = None
         if suffix != ".csv" and ncureport.import_ncu_report() is None:
             ncu_path = tools.find("ncu").path
-        return diagnose_profile(ncureport.load(path, ncu_path).to_dict())
+        return ncureport.load(path, ncu_path).to_dict()
     if suffix == ".sqlite":
         return nsysreport.load(path).to_dict()
     if suffix == ".nsys-rep":

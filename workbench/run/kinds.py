@@ -45,7 +45,7 @@ KINDS: dict[str, Kind] = {
     k.name: k
     for k in (
         Kind("check", "workbench.check.result:CheckReport", "workbench.check.job:job", CheckParams),
-        Kind("ir", "workbench.ir.result:IrResult", "workbench.ir.job:job", IrParams),
+        Kind("ir", "workbench.ir.result:IrResult", "workbench.diagnosis.ir_job:job", IrParams),
         Kind("bench", "workbench.bench.result:BenchResult", "workbench.bench.job:job", BenchParams),
         Kind("sweep", "workbench.sweep.result:SweepResult", "workbench.sweep.job:job", SweepParams),
         Kind("sweep-worker", None, "workbench.sweep.job:worker", SweepParams),  # its timings

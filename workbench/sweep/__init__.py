@@ -5,7 +5,7 @@ shapes can share an autotune key bucket; pure), strategy (which configs to time 
 exhaustive, random, coordinate descent, successive halving; pure), replay (strategies against a
 recorded sweep; pure), queue (the work queue over workers: hand-out, blame, rows in plan order;
 pure), plot (terminal bars and PNG), pool (parallel compiles and their static resources, child
-side), timing (pinning one config, adaptive timing, Triton's own pick; GPU), job (the worker loop:
+side), tuner (Triton's own autotuner: its pick, its persisted entries; GPU), job (the worker loop:
 the "sweep-worker" job, and the "sweep" job that is its own queue), spread (a worker process per
 GPU on this host; parent side), cluster (a Ray actor per GPU of a cluster; parent side).
 """

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from workbench.bench.timing_rules import NOISE
 from workbench.runtime.grammar import shape_text
 from workbench.sweep import model
 from workbench.sweep.buckets import key_buckets
@@ -22,8 +23,6 @@ RESULT_FILE = "sweep.json"
 Row = dict
 NEAR_BEST = 0.05
 """The minimal set keeps every shape within 5 % of its best config."""
-NOISE = 0.02
-"""Two timings closer than 2 % (or than their p20-p80 spreads) are not told apart."""
 LOW_OCCUPANCY = 25.0
 TIMED = "ok"
 FAILED = ("failed", "wrong", "timeout")
@@ -45,6 +44,7 @@ def prune_reason(resources: dict | None, drop_spills: bool) -> str:
 
 
 def within_noise(a: Row, b: Row) -> bool:
+    """Two timings closer than NOISE, or than their p20-p80 spreads, are not told apart."""
     spread = ((a["p80"] - a["p20"]) + (b["p80"] - b["p20"])) / 2
     return abs(a["ms"] - b["ms"]) <= max(NOISE * min(a["ms"], b["ms"]), spread)
 

@@ -317,10 +317,10 @@ class Sweep:
         light timing of that many); failures are rows. The seconds each part took are kept."""
         import torch
 
+        from workbench.bench.timing import adaptive_ms
         from workbench.check.compare import compare
         from workbench.check.result import CaseResult
         from workbench.runtime import tensors
-        from workbench.sweep.timing import adaptive_ms
 
         text = shape_text(row["shape"])
         bench = self._bench(tuple(row["shape"]))
@@ -444,7 +444,7 @@ class Sweep:
 
     def _triton(self, item: dict) -> dict:
         """Triton's own autotuner on the shape's inputs (its configs compiled by now)."""
-        from workbench.sweep.timing import persisted, triton_pick
+        from workbench.sweep.tuner import persisted, triton_pick
 
         started = time.perf_counter()
         shape = tuple(item["shape"])

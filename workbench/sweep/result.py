@@ -39,7 +39,7 @@ class SweepResult:
     worker pulls from one queue."""
     rows: list[dict[str, Any]] = field(default_factory=list)
     triton: dict[str, dict] = field(default_factory=dict)
-    """Shape -> Triton's own autotuner pick there (`sweep.timing.triton_pick`)."""
+    """Shape -> Triton's own autotuner pick there (`sweep.tuner.triton_pick`)."""
     persisted: dict[str, list[dict]] = field(default_factory=dict)
     device: dict = field(default_factory=dict)
     """The GPU's SM count, and the ridge of its measured ceilings when a bench had measured them

@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from workbench.cache.freshness import changed_since
 from workbench.catalog.discovery import KernelEntry
+from workbench.catalog.freshness import changed_since
 from workbench.run.kinds import read_result
 from workbench.views.text import escape_controls
 

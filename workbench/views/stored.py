@@ -89,10 +89,12 @@ def _history(entry: KernelEntry, store: Store) -> Finished | None:
 
 
 def _profile(entry: KernelEntry) -> Finished | None:
+    from workbench.diagnosis import diagnose_profile
     from workbench.profilers import saved
 
     try:
         found = saved.latest(entry.name)
+        summary = diagnose_profile(found.summary) if found else None
     except RESULT_ERRORS as exc:  # a profile.json that is an ncu summary in name only
         unread = Problem(
             "corrupt-result",
@@ -109,7 +111,7 @@ def _profile(entry: KernelEntry) -> Finished | None:
         "profile",
         entry.name,
         "ok",
-        result=found.summary,
+        result=summary,
         lines=[found.describe()],
         run_id=found.run_id,
         started=found.started,

@@ -18,8 +18,8 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 from textual.widgets.data_table import CursorType
 
-from workbench.cache.freshness import changed_since
 from workbench.catalog.discovery import KernelEntry
+from workbench.catalog.freshness import changed_since
 from workbench.run.store import RESULT_ERRORS, UNREADABLE
 from workbench.runtime.errors import Problem
 from workbench.tui.jobqueue import QUEUED, RUNNING, Task
