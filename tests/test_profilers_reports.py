@@ -14,6 +14,7 @@ import pytest
 from conftest import FIXTURES, cli
 
 from workbench.profilers import ncureport, nsysreport, session
+from workbench.profilers.ncumetrics import NcuLaunch
 from workbench.runtime.errors import WorkbenchError
 
 
@@ -109,6 +110,18 @@ def test_raw_csv_gives_the_same_numbers_as_the_report(spill):
     for column in ("range", "kernel", "registers_per_thread", "spill_instructions", "local_bytes"):
         assert getattr(a, column) == getattr(b, column), column
     assert a.duration_ns == b.duration_ns
+
+
+def test_a_launch_is_its_summary_entry_and_reads_back_from_it(spill):
+    """`NcuLaunch` is the summary's per-launch JSON: the same keys in the same order, read back
+    equal; a report without per-line counters (a raw CSV) has no `hot_lines` key."""
+    [k] = spill.kernels()
+    entry = spill.to_dict()["kernels"][0]
+    assert list(entry) == list(k.to_dict()) and NcuLaunch.from_dict(entry) == k
+    assert list(entry)[:5] == ["launch", "range", "kernel", "config", "duration_ns"]
+    [raw] = ncureport.load(str(FIXTURES / "ncu_spill_raw.csv")).to_dict()["kernels"]
+    assert "hot_lines" not in raw and NcuLaunch.from_dict(raw).hot_lines is None
+    assert NcuLaunch.from_dict(raw).to_dict() == raw
 
 
 def test_details_csv_gives_rules_and_section_values():
