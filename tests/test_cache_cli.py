@@ -124,7 +124,7 @@ def test_served_then_unreachable_after_an_edit_then_cleared(tmp_path):
     assert not by_path[later]["reachable"]  # the edited source's key leads elsewhere: here
     assert by_path[later]["expected_dir"] == Path(entry).parent.name
     [finding] = unreachable(served)
-    assert finding["remove"] == [later]
+    assert finding["evidence"]["remove"] == [later]
     best = {t["dir"]: t["best"] for t in served["scan"]["tuned"]}
     assert best[str(Path(entry).parent)] == 1  # the lower p50 is what Triton serves
 
@@ -134,7 +134,7 @@ def test_served_then_unreachable_after_an_edit_then_cleared(tmp_path):
     os.utime(path, (old, old))
     dry = cache("clear", *where, "--stale-only")
     [finding] = unreachable(dry)  # the report the clear plans from: after the edit
-    assert finding["remove"] == [entry]
+    assert finding["evidence"]["remove"] == [entry]
     assert [r["path"] for r in dry["clear"]["planned"]] == [entry] and path.exists()
     done = cache("clear", *where, "--stale-only", "--yes")
     assert done["clear"]["removed"] == [entry] and not path.exists()

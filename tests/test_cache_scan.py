@@ -16,6 +16,7 @@ import triton
 from conftest import FIXTURES
 
 from workbench.cache import clear, findings, scan
+from workbench.diagnosis.finding import Finding
 from workbench.runtime.errors import WorkbenchError
 
 pytestmark = pytest.mark.versions  # CI runs these under every Triton release
@@ -54,7 +55,7 @@ def key(tag: str) -> str:
 
 def ids(root: Path, installed: str = triton.__version__) -> set[str]:
     """Findings' ids, by default as the Triton that made `made` (the one running) reads them."""
-    return {f["id"] for f in findings.scan_findings(scan.scan(str(root)), installed, now=later())}
+    return {f.id for f in findings.scan_findings(scan.scan(str(root)), installed, now=later())}
 
 
 def compiled_dir(root: Path) -> Path:
@@ -78,9 +79,9 @@ def test_a_healthy_cache_has_no_findings(cache):
 def test_missing_cubin(cache):
     (compiled_dir(cache) / "scale_kernel.cubin").unlink()
     assert ids(cache) == {"missing-binary"}
-    f = {x["id"]: x for x in findings.scan_findings(scan.scan(str(cache)), "3.4.0")}
-    assert "KeyError: 'cubin'" in f["missing-binary"]["title"]
-    assert "recompiles" in findings.scan_findings(scan.scan(str(cache)), "3.9.0")[0]["title"]
+    f = {x.id: x for x in findings.scan_findings(scan.scan(str(cache)), "3.4.0")}
+    assert "KeyError: 'cubin'" in f["missing-binary"].title
+    assert "recompiles" in findings.scan_findings(scan.scan(str(cache)), "3.9.0")[0].title
 
 
 def test_leftovers_fire_and_a_live_write_does_not(cache):
@@ -96,9 +97,10 @@ def test_leftovers_fire_and_a_live_write_does_not(cache):
     (cache / key("P")).mkdir()
     (cache / key("P") / "k.source").write_text("module {}")
     found = findings.scan_findings(scan.scan(str(cache)), triton.__version__, now=later())
-    f = {x["id"]: x for x in found}
+    f = {x.id: x for x in found}
     assert set(f) == {"leftover-tmp", "leftover-empty", "leftover-partial"}
-    assert f["leftover-tmp"]["remove"] == [f"{key('A')}/tmp.pid_999999999_abc"]  # not the live one
+    # not the live one
+    assert f["leftover-tmp"].evidence["remove"] == [f"{key('A')}/tmp.pid_999999999_abc"]
 
 
 def test_moved_cache_and_other_triton(tmp_path):
@@ -162,7 +164,8 @@ def test_clear_refuses_outside_the_cache(cache, tmp_path):
 
 
 def test_autotune_only(cache):
-    f = [{"id": "x", "stale": True, "remove": [compiled_dir(cache).name, "D/k.autotune.json"]}]
+    remove = [compiled_dir(cache).name, "D/k.autotune.json"]
+    f = [Finding("x", "x", "medium", {"detail": "", "remove": remove, "stale": True})]
     assert [r.path for r in clear.plan(f, True, True)] == ["D/k.autotune.json"]
 
 

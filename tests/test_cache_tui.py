@@ -21,7 +21,7 @@ async def test_cache_pane_shows_entries_and_findings():
     report = {
         "scan": found.to_dict(),
         "triton": "3.9.0",
-        "findings": findings.scan_findings(found, "3.9.0"),
+        "findings": [f.to_dict() for f in findings.scan_findings(found, "3.9.0")],
     }
     app = One()
     async with app.run_test(size=(160, 40)) as pilot:

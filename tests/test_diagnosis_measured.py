@@ -5,6 +5,7 @@ launch-bound; each fires on its flawed facts and stays silent on the others."""
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import pytest
 from conftest import FIXTURES
@@ -22,16 +23,15 @@ from workbench.diagnosis.measured import (
 )
 from workbench.loop.gather import _nsys_launch_facts
 from workbench.profilers import ncureport
+from workbench.profilers.ncumetrics import NcuLaunch
 from workbench.profilers.nsysreport import load
 
 
 @pytest.fixture(scope="module")
-def launch() -> dict[str, dict]:
+def launch() -> dict[str, NcuLaunch]:
     """The hottest launch of each H100 report."""
     names = ("vector_add", "softmax", "spill", "spill_fixed")
-    return {
-        n: ncureport.load(str(FIXTURES / f"ncu_{n}.ncu-rep")).to_dict()["kernels"][0] for n in names
-    }
+    return {n: ncureport.load(str(FIXTURES / f"ncu_{n}.ncu-rep")).kernels()[0] for n in names}
 
 
 def test_grid_fill_counts_the_sms_from_the_launch(launch):
@@ -47,8 +47,8 @@ def test_a_grid_smaller_than_the_gpu_and_a_tail_wave(launch):
     assert small.severity == "high" and "leaves 100 of 132 SMs idle" in small.title
     assert small.gain == pytest.approx(0.758, abs=1e-3)  # NVIDIA's LaunchConfiguration estimate
     assert grid_finding(launch["vector_add"]) is None and grid_finding(launch["softmax"]) is None
-    tail = copy.deepcopy(launch["softmax"])  # 1.25 waves: the last one a quarter full
-    tail["grid_size"], tail["waves_per_sm"] = 660.0, 1.25
+    # 1.25 waves: the last one a quarter full
+    tail = replace(launch["softmax"], grid_size=660.0, waves_per_sm=1.25)
     found = grid_finding(tail)
     assert "tail wave" in found.title and "persistent grid" in found.fix
     assert found.evidence["idle"] == pytest.approx(0.375)  # (2 - 1.25) / 2 of the SM time
@@ -63,7 +63,8 @@ def test_one_stall_reason_dominating(launch):
     assert "global or local memory" in found.fix
     # the spill kernel's stalls spread over long_scoreboard, lg_throttle, wait, barrier
     assert stall_finding(launch["spill"]) is None
-    d = diagnose(Facts("vector_add", ncu={"tool": "ncu", "kernels": [launch["vector_add"]]}))
+    ncu = {"tool": "ncu", "kernels": [launch["vector_add"].to_dict()]}
+    d = diagnose(Facts("vector_add", ncu=ncu))
     assert all(f.severity == "info" for f in d.findings)
 
 
@@ -71,7 +72,7 @@ def test_uncoalesced_access_names_its_line(launch):
     for name in launch:
         assert uncoalesced_finding(launch[name]) is None, name  # every real launch coalesces
     strided = copy.deepcopy(launch["vector_add"])
-    for h in strided["hot_lines"]:
+    for h in strided.hot_lines:
         if h["line"] == 16:  # the x load reading every 4th 32-byte sector
             h["memory_l2_theoretical_sectors_global"] *= 4
     found = uncoalesced_finding(strided)
@@ -120,7 +121,7 @@ def test_uncoalesced_access_threshold_edges(launch, excess, fires):
     just over it is a medium finding (high only from twice the sectors)."""
     k = copy.deepcopy(launch["vector_add"])
     ideal_key = "memory_l2_theoretical_sectors_global_ideal"
-    lines = [h for h in k["hot_lines"] if h.get("origin", "kernel") == "kernel"]
+    lines = [h for h in k.hot_lines if h.get("origin", "kernel") == "kernel"]
     for h in lines:  # every line as coalesced as it can be
         h["memory_l2_theoretical_sectors_global"] = h.get(ideal_key) or 0
     ideal = sum(h.get(ideal_key) or 0 for h in lines)
@@ -137,12 +138,12 @@ def test_a_spill_seen_only_through_local_traffic_is_found(launch):
     by its local loads and stores, or by local bytes alone; a clean launch stays silent."""
     spill = launch["spill"]
     assert spill_finding(spill) is not None
-    by_traffic = {**spill, "spill_instructions": 0}
+    by_traffic = replace(spill, spill_instructions=0)
     found = spill_finding(by_traffic)
     assert found is not None and "local ld/st" in found.title
-    by_bytes = {**by_traffic, "local_ld_instructions": 0, "local_st_instructions": 0}
+    by_bytes = replace(by_traffic, local_ld_instructions=0, local_st_instructions=0)
     assert spill_finding(by_bytes) is not None
-    clean = {**by_bytes, "local_bytes": 0}
+    clean = replace(by_bytes, local_bytes=0)
     assert spill_finding(clean) is None
 
 
@@ -151,16 +152,15 @@ def test_ncu_placement_edges():
     under the latency bound is neither."""
     from workbench.diagnosis.roofline import LATENCY_BOUND, from_ncu
 
-    base = {"launch": 0, "memory_throughput_pct": None}
-    assert (
-        from_ncu({**base, "dram_throughput_pct": 61.0, "sm_throughput_pct": 60.0}).bound == "memory"
+    base = NcuLaunch(launch=0, range=None, kernel="k", config=None)
+    assert from_ncu(replace(base, dram_throughput_pct=61.0, sm_throughput_pct=60.0)).bound == (
+        "memory"
     )
-    assert (
-        from_ncu({**base, "dram_throughput_pct": 59.0, "sm_throughput_pct": 60.0}).bound
-        == "compute"
+    assert from_ncu(replace(base, dram_throughput_pct=59.0, sm_throughput_pct=60.0)).bound == (
+        "compute"
     )
     low = LATENCY_BOUND - 1
-    assert (
-        from_ncu({**base, "dram_throughput_pct": low, "sm_throughput_pct": low}).bound == "latency"
+    assert from_ncu(replace(base, dram_throughput_pct=low, sm_throughput_pct=low)).bound == (
+        "latency"
     )
-    assert from_ncu({**base, "dram_throughput_pct": None, "sm_throughput_pct": 50.0}) is None
+    assert from_ncu(replace(base, sm_throughput_pct=50.0)) is None

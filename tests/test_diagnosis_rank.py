@@ -194,10 +194,15 @@ def kern(x_ptr, M, N, BLOCK: tl.constexpr):
 
 
 def test_cache_findings_pass_through_in_the_diagnosis_words():
-    """The cache doctor's findings (its own ids, severities "error"/"warning"/"info" and text
-    evidence) are the table's autotune row, ranked with the rest."""
-    found = [Finding.from_dict(f) for f in cache_static.findings(AUTOTUNED, "k.py", "3.6.0")]
-    assert {f.severity for f in found} == {"error", "info"}
+    """The cache doctor's findings (its own ids, the one severity scale) are the table's
+    autotune row, ranked with the rest; one stored in its older words (severity "error", text
+    evidence) reads back the same."""
+    found = cache_static.findings(AUTOTUNED, "k.py", "3.6.0")
+    assert {f.severity for f in found} == {"high", "info"}
+    old = {**found[0].to_dict(), "severity": "error", "evidence": found[0].evidence["detail"]}
+    assert (
+        Finding.from_dict(old) == found[0] and Finding.from_dict(old).evidence == found[0].evidence
+    )
     d = diagnose(Facts("k", cache=found))
     unknown, non_key = d.findings
     assert (unknown.id, unknown.severity) == ("autotune-unknown-name", "high")

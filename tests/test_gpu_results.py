@@ -129,10 +129,10 @@ def test_a_key_too_narrow_measured_on_the_h100_is_a_finding_with_its_fix():
     report = json.loads((CACHE / "h100_scenario2_report.json").read_text())
     [v] = report["reach"]["verify"]
     found = findings.measured_findings(report["reach"]["verify"])
-    [narrow] = [f for f in found if f["id"] == "autotune-key-too-narrow"]
-    assert "stride_bk" in narrow["fix"] and "stride_bn" in narrow["fix"]
-    assert f"{v['narrow'][0]['best_ms']:.4g} ms" in narrow["evidence"]
-    assert not any(f["id"] == "autotune-served-stale" for f in found)  # served = fastest here
+    [narrow] = [f for f in found if f.id == "autotune-key-too-narrow"]
+    assert "stride_bk" in narrow.fix and "stride_bn" in narrow.fix
+    assert f"{v['narrow'][0]['best_ms']:.4g} ms" in narrow.evidence["detail"]
+    assert not any(f.id == "autotune-served-stale" for f in found)  # served = fastest here
     twin = copy.deepcopy(report["reach"]["verify"])
     twin[0]["narrow"] = []  # a key that already tells the layouts apart
     assert findings.measured_findings(twin) == []
@@ -145,7 +145,7 @@ def test_an_h100_tuning_served_on_an_h200_is_re_timed_there():
     assert not v["stale"] and not findings.measured_findings([v])
     stale = {**v, "stale": True, "fastest": {**v["fastest"], "config": "BM: 256, BN: 128"}}
     [f] = findings.measured_findings([stale])
-    assert f["id"] == "autotune-served-stale" and "NVIDIA H200" in f["evidence"]
+    assert f.id == "autotune-served-stale" and "NVIDIA H200" in f.evidence["detail"]
 
 
 def test_a_gpu_written_autotune_file_is_read_with_its_served_config():

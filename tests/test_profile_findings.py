@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from conftest import cli
 from workbench.diagnosis import diagnose_profile
 from workbench.diagnosis import measured as profile_findings
 from workbench.profilers import ncureport, saved
+from workbench.profilers.ncumetrics import NcuLaunch
 from workbench.views import rows as views
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -55,7 +57,7 @@ def test_fixed_twin_and_vector_add_have_no_spill_and_no_bank_conflicts(reports):
 def test_softmax_bank_conflicts_are_below_the_threshold(reports):
     k = reports["softmax"]["kernels"][0]
     assert (k["smem_bank_conflicts_ld"], k["smem_bank_conflicts_st"]) == (19_079, 23_122)
-    ratios = profile_findings.bank_conflict_ratios(k)
+    ratios = profile_findings.bank_conflict_ratios(NcuLaunch.from_dict(k))
     assert ratios["ld"] == pytest.approx(19_079 / 1_133_191)  # 1.7 % of wavefronts
     assert ratios["st"] == pytest.approx(23_122 / 1_137_234)  # 2.0 %
     assert "smem-bank-conflicts" not in _by_id(reports["softmax"])
@@ -65,21 +67,20 @@ def test_softmax_bank_conflicts_are_below_the_threshold(reports):
 
 def test_bank_conflicts_at_the_threshold_are_a_finding(reports):
     """The softmax launch with its store conflicts raised to 20 % of the store wavefronts."""
-    k = copy.deepcopy(reports["softmax"]["kernels"][0])
-    k["smem_bank_conflicts_st"] = 0.2 * k["smem_wavefronts_st"]
-    found = profile_findings.bank_conflict_finding(k)
+    k = NcuLaunch.from_dict(reports["softmax"]["kernels"][0])
+    raised = replace(k, smem_bank_conflicts_st=0.2 * k.smem_wavefronts_st)
+    found = profile_findings.bank_conflict_finding(raised)
     # weighed against all shared wavefronts (loads too): 11 %, said for the stores that replay
     assert found is not None and found.severity == "medium"
     assert "on stores" in found.title and "11%" in found.title
     assert found.evidence["ratio_st"] == pytest.approx(0.2)
     assert found.evidence["ratio"] == pytest.approx(0.11, abs=0.005)
-    k["smem_bank_conflicts_st"] = 0.05 * k["smem_wavefronts_st"]  # a few store replays: none
-    assert profile_findings.bank_conflict_finding(k) is None
-    k["smem_bank_conflicts_st"] = 0.2 * k["smem_wavefronts_st"]
+    few = replace(k, smem_bank_conflicts_st=0.05 * k.smem_wavefronts_st)  # a few store replays
+    assert profile_findings.bank_conflict_finding(few) is None
     # the reductions' shared traffic sits in Triton's inlined tl.max/tl.sum, not a kernel line
     assert found.line is None
-    k["smem_wavefronts_st"] = None  # no denominator: still said, at low severity
-    assert profile_findings.bank_conflict_finding(k).severity == "low"
+    unweighed = replace(raised, smem_wavefronts_st=None)  # no denominator: still said, low
+    assert profile_findings.bank_conflict_finding(unweighed).severity == "low"
 
 
 def test_occupancy_findings(reports):
@@ -123,7 +124,7 @@ def test_summaries_saved_before_findings_get_them_computed(reports):
 
 
 def test_views_rows(reports):
-    row = views.profile_row(reports["softmax"]["kernels"][0])
+    [row] = views.profile_rows(reports["softmax"])
     assert dict(zip(views.PROFILE_HEADERS, row))["bank cfl ld/st"] == "19,079/23,122 (1.7%/2.0%)"
     rules = views.rule_rows(reports["spill"])
     assert [r[1] for r in rules[:2]] == ["TheoreticalOccupancy", "LaunchConfiguration"]

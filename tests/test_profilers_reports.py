@@ -14,6 +14,7 @@ import pytest
 from conftest import FIXTURES, cli
 
 from workbench.profilers import ncureport, nsysreport, session
+from workbench.profilers.ncumetrics import NcuLaunch
 from workbench.runtime.errors import WorkbenchError
 
 
@@ -25,19 +26,19 @@ def spill() -> ncureport.NcuProfile:
 def test_spill_report_one_launch_of_the_kernel_in_its_range(spill):
     k = spill.kernels()
     assert len(k) == 1  # the NVTX range and kernel filter let exactly one launch through
-    row = k.iloc[0]
-    assert row["kernel"] == "_matmul_kernel"
-    assert row["range"] == "pitfall_spill:1024x1024x512:float16"
-    assert row["config"] == "1024x1024x512:float16"
-    assert row["registers_per_thread"] == 255
-    assert row["spill_instructions"] == 290_048
-    assert row["local_ld_sectors"] == 1_088_000
-    assert row["local_bytes"] == (1_088_000 + 1_120_620) * 32
-    assert row["occupancy_limiter"] == "registers"
-    assert row["theoretical_occupancy_pct"] == pytest.approx(12.5)
-    assert row["achieved_occupancy_pct"] == pytest.approx(6.2475, abs=1e-3)
-    assert row["duration_ns"] == pytest.approx(46_752)
-    assert row["dram_throughput_pct"] == pytest.approx(1.356, abs=1e-3)
+    row = k[0]
+    assert row.kernel == "_matmul_kernel"
+    assert row.range == "pitfall_spill:1024x1024x512:float16"
+    assert row.config == "1024x1024x512:float16"
+    assert row.registers_per_thread == 255
+    assert row.spill_instructions == 290_048
+    assert row.local_ld_sectors == 1_088_000
+    assert row.local_bytes == (1_088_000 + 1_120_620) * 32
+    assert row.occupancy_limiter == "registers"
+    assert row.theoretical_occupancy_pct == pytest.approx(12.5)
+    assert row.achieved_occupancy_pct == pytest.approx(6.2475, abs=1e-3)
+    assert row.duration_ns == pytest.approx(46_752)
+    assert row.dram_throughput_pct == pytest.approx(1.356, abs=1e-3)
 
 
 def test_metrics_are_long_and_in_base_units(spill):
@@ -73,20 +74,20 @@ def test_source_counters_land_on_the_kernels_python_lines(spill):
 
 
 def test_fixed_twin_does_not_spill():
-    fixed = ncureport.load(str(FIXTURES / "ncu_spill_fixed.ncu-rep")).kernels().iloc[0]
-    assert fixed["registers_per_thread"] == 180
-    assert fixed["spill_instructions"] == 0 and fixed["local_bytes"] == 0
-    assert fixed["duration_ns"] == pytest.approx(11_200)
+    fixed = ncureport.load(str(FIXTURES / "ncu_spill_fixed.ncu-rep")).kernels()[0]
+    assert fixed.registers_per_thread == 180
+    assert fixed.spill_instructions == 0 and fixed.local_bytes == 0
+    assert fixed.duration_ns == pytest.approx(11_200)
 
 
 def test_softmax_bank_conflicts_and_vector_add_throughput():
-    soft = ncureport.load(str(FIXTURES / "ncu_softmax.ncu-rep")).kernels().iloc[0]
-    assert soft["kernel"] == "_softmax_kernel"
-    assert (soft["smem_bank_conflicts_ld"], soft["smem_bank_conflicts_st"]) == (19_079, 23_122)
-    add = ncureport.load(str(FIXTURES / "ncu_vector_add.ncu-rep")).kernels().iloc[0]
-    assert add["range"] == "vector_add:268435456:float32"
-    assert add["dram_throughput_pct"] == pytest.approx(90.21, abs=0.01)
-    assert add["occupancy_limiter"] == "registers, warps"  # a tie is reported as a tie
+    soft = ncureport.load(str(FIXTURES / "ncu_softmax.ncu-rep")).kernels()[0]
+    assert soft.kernel == "_softmax_kernel"
+    assert (soft.smem_bank_conflicts_ld, soft.smem_bank_conflicts_st) == (19_079, 23_122)
+    add = ncureport.load(str(FIXTURES / "ncu_vector_add.ncu-rep")).kernels()[0]
+    assert add.range == "vector_add:268435456:float32"
+    assert add.dram_throughput_pct == pytest.approx(90.21, abs=0.01)
+    assert add.occupancy_limiter == "registers, warps"  # a tie is reported as a tie
 
 
 def test_memory_preset_adds_stall_rules_and_section_only_metrics():
@@ -105,16 +106,28 @@ def test_memory_preset_adds_stall_rules_and_section_only_metrics():
 def test_raw_csv_gives_the_same_numbers_as_the_report(spill):
     csv = ncureport.load(str(FIXTURES / "ncu_spill_raw.csv"))
     assert csv.reader == "csv (raw page)"
-    a, b = csv.kernels().iloc[0], spill.kernels().iloc[0]
+    a, b = csv.kernels()[0], spill.kernels()[0]
     for column in ("range", "kernel", "registers_per_thread", "spill_instructions", "local_bytes"):
-        assert a[column] == b[column], column
-    assert a["duration_ns"] == b["duration_ns"]
+        assert getattr(a, column) == getattr(b, column), column
+    assert a.duration_ns == b.duration_ns
+
+
+def test_a_launch_is_its_summary_entry_and_reads_back_from_it(spill):
+    """`NcuLaunch` is the summary's per-launch JSON: the same keys in the same order, read back
+    equal; a report without per-line counters (a raw CSV) has no `hot_lines` key."""
+    [k] = spill.kernels()
+    entry = spill.to_dict()["kernels"][0]
+    assert list(entry) == list(k.to_dict()) and NcuLaunch.from_dict(entry) == k
+    assert list(entry)[:5] == ["launch", "range", "kernel", "config", "duration_ns"]
+    [raw] = ncureport.load(str(FIXTURES / "ncu_spill_raw.csv")).to_dict()["kernels"]
+    assert "hot_lines" not in raw and NcuLaunch.from_dict(raw).hot_lines is None
+    assert NcuLaunch.from_dict(raw).to_dict() == raw
 
 
 def test_details_csv_gives_rules_and_section_values():
     det = ncureport.load(str(FIXTURES / "ncu_spill_details.csv"))
-    k = det.kernels().iloc[0]
-    assert k["registers_per_thread"] == 255 and k["occupancy_limiter"] == "registers"
+    k = det.kernels()[0]
+    assert k.registers_per_thread == 255 and k.occupancy_limiter == "registers"
     rules = det.rules.set_index("rule")
     assert rules.loc["TheoreticalOccupancy", "type"] == "OPTIMIZATION"
     assert rules.loc["TheoreticalOccupancy", "speedup_pct"] == pytest.approx(87.5)

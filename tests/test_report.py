@@ -268,7 +268,7 @@ def test_a_corrupt_stored_result_is_reported_and_the_rest_is_written(report):
 
     rms = next(k for k in report.kernels if k.kernel == "rms_norm")
     [problem] = rms.problems
-    assert "profile-import run" in problem.cause and "KeyError" in problem.cause
+    assert "profile-import run" in problem.cause and "NcuLaunch" in problem.cause
     assert "python -m workbench profile rms_norm" in problem.remedy
     assert "python -m workbench bench rms_norm" in rms.missing  # the parts not run yet
 

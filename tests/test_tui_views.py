@@ -254,7 +254,7 @@ def test_cache_name_prints_the_answer_then_only_its_own_entries():
     text = cache.report_text(report)
     assert "someone_elses_kernel" not in text
     head, tables = text.split("its own entries below")
-    assert "narrow_matmul on Triton" in head and "[warning]" in head
+    assert "narrow_matmul on Triton" in head and "[medium]" in head  # stored as "warning"
     assert "smem B" in tables and "smem B" not in head
     compiled, _, note = cache.own_entries(report)
     assert other not in compiled and note is not None

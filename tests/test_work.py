@@ -24,6 +24,7 @@ from workbench.catalog.spec import KernelSpec
 from workbench.diagnosis import Facts, diagnose
 from workbench.diagnosis import roofline as rl
 from workbench.profilers import ncureport
+from workbench.profilers.ncumetrics import launches
 
 THREE_NAME = FIXTURES / "three_name"
 H100_BENCH = ROOT / "reports" / "h100" / "bench.json"
@@ -248,9 +249,9 @@ def test_ncu_dram_bytes_are_the_reports_reads_plus_writes(spill_memory):
         .action_by_idx(0)
     )
     raw = sum(action.metric_by_name(f"dram__bytes_{rw}.sum").value() for rw in ("read", "write"))
-    (launch,) = spill_memory["kernels"]
-    assert launch["dram_bytes"] == raw > 0
-    assert launch["tensor_flops"] is None and launch["fp_flops"] is None  # not collected then
+    (launch,) = launches(spill_memory)
+    assert launch.dram_bytes == raw > 0
+    assert launch.tensor_flops is None and launch.fp_flops is None  # not collected then
     assert rl.ncu_counts([launch]) == (None, raw)
 
 
@@ -259,12 +260,12 @@ def _spill_case(
 ) -> tuple[BenchRecord, BenchResult]:
     """pitfall_spill's profiled case as a bench record: the GEMM's counted FLOPs and bytes, the
     launch's own duration as its time."""
-    (launch,) = spill_memory["kernels"]
+    (launch,) = launches(spill_memory)
     a, b = torch.empty(1024, 512, dtype=torch.float16), torch.empty(512, 1024, dtype=torch.float16)
     flops, written = work.count(torch.matmul, (a, b))
     rec = BenchRecord(
         "pitfall_spill", [1024, 1024, 512], "float16", "NVIDIA H100 80GB HBM3",
-        ms=launch["duration_ns"] / 1e6, flops=flops, flops_source=flops_source,
+        ms=launch.duration_ns / 1e6, flops=flops, flops_source=flops_source,
         bytes=work.input_bytes((a, b)) + written, bytes_source=bytes_source,
     )  # fmt: skip
     _, ceil = _h100("matmul", [4096, 4096, 4096], "bfloat16")
@@ -276,24 +277,24 @@ def test_ncu_dram_bytes_below_the_inputs_and_outputs_leave_them(spill_memory):
     output was still in L2 when the kernel ended. The inputs and outputs stay the bytes."""
     rec, bench = _spill_case(spill_memory, FLOP_COUNTER, INPUTS_OUTPUTS)
     launches = rl.case_launches(spill_memory, rec)
-    assert [k["range"] for k in launches] == ["pitfall_spill:1024x1024x512:float16"]
-    assert launches[0]["dram_bytes"] < rec.bytes
+    assert [k.range for k in launches] == ["pitfall_spill:1024x1024x512:float16"]
+    assert launches[0].dram_bytes < rec.bytes
     placed = rl.from_bench(rec, bench, launches)
     assert placed.figures["bytes_source"] == INPUTS_OUTPUTS and placed.figures["bytes"] == rec.bytes
-    assert placed.figures["ncu_dram_bytes"] == launches[0]["dram_bytes"]
+    assert placed.figures["ncu_dram_bytes"] == launches[0].dram_bytes
     assert rl.case_launches(spill_memory, replace(rec, name="pitfall_spill_fixed")) == []
 
 
 def test_ncu_flops_replace_the_count_and_a_spec_still_wins(spill_memory):
     rec, bench = _spill_case(spill_memory, FLOP_COUNTER, SPEC)
-    (launch,) = spill_memory["kernels"]
-    counted = {**launch, "tensor_flops": 1.02 * rec.flops, "fp_flops": 0.01 * rec.flops}
+    (launch,) = launches(spill_memory)
+    counted = replace(launch, tensor_flops=1.02 * rec.flops, fp_flops=0.01 * rec.flops)
     placed = rl.from_bench(rec, bench, [counted])
     assert placed.figures["flops_source"] == NCU and placed.figures["flops"] == pytest.approx(
         1.03 * rec.flops
     )
     assert placed.figures["ncu_tflops"] == pytest.approx(
-        1.03 * rec.flops / launch["duration_ns"] / 1e3
+        1.03 * rec.flops / launch.duration_ns / 1e3
     )
     assert placed.figures["bytes_source"] == SPEC and placed.figures["bytes"] == rec.bytes
     assert "FLOPs: ncu, bytes: spec" in placed.text
@@ -306,8 +307,8 @@ def test_ncu_counts_a_gemms_flops_exactly_on_a_real_report():
     now collects: ncu's tensor-path count is exactly 2 M N K, and with the bench of the same
     run the GEMM is placed compute-bound from ncu's FLOPs, near the measured matmul rate."""
     summary = ncureport.load(str(FIXTURES / "ncu_matmul_bf16_h200.ncu-rep")).to_dict()
-    (launch,) = summary["kernels"]
-    assert launch["tensor_flops"] == 2 * 4096**3 and launch["fp_flops"] == 0
+    (launch,) = launches(summary)
+    assert launch.tensor_flops == 2 * 4096**3 and launch.fp_flops == 0
     doc = json.loads((FIXTURES / "work_h200_matmul_bf16.json").read_text())
     bench = BenchResult.from_dict(doc["result"])
     (rec,) = bench.records
@@ -315,7 +316,7 @@ def test_ncu_counts_a_gemms_flops_exactly_on_a_real_report():
     placed = rl.from_bench(rec, bench, [launch])
     assert placed.bound == "compute" and placed.figures["flops_source"] == NCU
     assert placed.ratio == pytest.approx(rec.tflops / 714.7, rel=0.05)
-    ncu_rate = launch["tensor_flops"] / launch["duration_ns"] / 1e3
+    ncu_rate = launch.tensor_flops / launch.duration_ns / 1e3
     assert ncu_rate == pytest.approx(rec.tflops, rel=0.10)  # the goal: within 10 % of ncu
 
 
@@ -325,17 +326,17 @@ def test_spill_traffic_is_left_out_of_the_bytes_that_place_a_kernel(spill_memory
     the bytes fall back to the GEMM's inputs and outputs and it is compute-bound, saying what
     was left out; without local traffic the same DRAM bytes are the kernel's own."""
     rec, bench = _spill_case(spill_memory, FLOP_COUNTER, INPUTS_OUTPUTS)
-    (launch,) = spill_memory["kernels"]
-    assert launch["local_bytes"] > 10 * rec.bytes
-    spilled = {**launch, "dram_bytes": 10 * rec.bytes}  # as on the H200: spills past L2
+    (launch,) = launches(spill_memory)
+    assert launch.local_bytes > 10 * rec.bytes
+    spilled = replace(launch, dram_bytes=10 * rec.bytes)  # as on the H200: spills past L2
     placed = rl.from_bench(rec, bench, [spilled])
     assert placed.figures["bytes_source"] == INPUTS_OUTPUTS and placed.figures["bytes"] == rec.bytes
     assert placed.figures["intensity"] > placed.figures["ridge"] and placed.bound == "compute"
-    assert placed.figures["ncu_local_bytes"] == launch["local_bytes"]
+    assert placed.figures["ncu_local_bytes"] == launch.local_bytes
     assert "spill traffic left out of the bytes" in placed.text
-    own = rl.from_bench(rec, bench, [{**spilled, "local_bytes": None}])
+    own = rl.from_bench(rec, bench, [replace(spilled, local_bytes=None)])
     assert own.figures["bytes_source"] == NCU and own.figures["bytes"] == 10 * rec.bytes
     assert own.bound == "memory" and "spill" not in own.text
     assert "it moves 10x its inputs and outputs" in own.text
-    partly = {**spilled, "local_bytes": 4 * rec.bytes}
+    partly = replace(spilled, local_bytes=4 * rec.bytes)
     assert rl.work_bytes([partly]) == pytest.approx(6 * rec.bytes)

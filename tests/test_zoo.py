@@ -199,13 +199,13 @@ def test_only_the_planted_key_is_found_missing_a_loop_bound():
         name: [
             f
             for f in static.findings((ZOO / f"{name}.py").read_text(), name, "3.6.0")
-            if f["id"] == "autotune-key-misses-loop-bound"
+            if f.id == "autotune-key-misses-loop-bound"
         ]
         for name in EXPECTED
     }
     assert {n for n, f in found.items() if f} == {"planted_moe_key_without_k"}
     (hit,) = found["planted_moe_key_without_k"]
-    assert "I_dim" in hit["title"] and hit["severity"] == "warning"
+    assert "I_dim" in hit.title and hit.severity == "medium"
 
 
 def test_the_h100_run_agrees_with_every_expected_answer():

@@ -80,7 +80,7 @@ def test_scenario_2_key_too_narrow(tmp_path):
         f for f in first["findings"] + again["findings"] if f["id"] == "autotune-key-too-narrow"
     ]
     assert narrow, f"no layout-dependent best config measured: {v2}"
-    assert "stride_b" in narrow[0]["fix"] and "stride_b" in narrow[0]["evidence"]
+    assert "stride_b" in narrow[0]["fix"] and "stride_b" in narrow[0]["evidence"]["detail"]
 
 
 @pytest.mark.gpu

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from workbench.cache import layout
+from workbench.diagnosis.finding import Finding
 from workbench.runtime.errors import fail
 
 BUSY_S = 60.0
@@ -49,7 +50,7 @@ class ClearResult:
 
 
 def plan(
-    findings: list[dict],
+    findings: list[Finding],
     stale_only: bool,
     autotune_only: bool,
     owned: list[tuple[str, int]] | None = None,
@@ -58,10 +59,11 @@ def plan(
     the kernel with them; `autotune_only` keeps only `.autotune.json` files."""
     chosen: dict[str, Removal] = {}
     for f in findings:
-        if f.get("stale") and f.get("remove"):
-            each = f.get("bytes", 0) // max(1, len(f["remove"]))
-            for p in f["remove"]:
-                chosen.setdefault(p, Removal(p, each, f["id"]))
+        stale, remove = f.evidence.get("stale"), f.evidence.get("remove")
+        if stale and remove:
+            each = f.evidence.get("bytes", 0) // len(remove)
+            for p in remove:
+                chosen.setdefault(p, Removal(p, each, f.id))
     if not stale_only and owned is not None:
         for p, size in owned:
             chosen.setdefault(p, Removal(p, size, "kernel-entry"))

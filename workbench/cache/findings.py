@@ -1,7 +1,8 @@
 """Cache findings from a scan, the recomputed keys and the measurements (pure).
 
-Each finding names its evidence, the fix, and in `remove` the paths (relative to the cache root)
-that `cache clear` would delete to carry the fix out; `stale` ones are what `--stale-only` takes.
+Each is a diagnosis `Finding` (one type, one severity scale) whose evidence holds its detail and,
+in `remove`, the paths (relative to the cache root) that `cache clear` would delete to carry the
+fix out; `stale` ones are what `--stale-only` takes.
 """
 
 from __future__ import annotations
@@ -12,15 +13,18 @@ from workbench.cache import keys
 from workbench.cache.result import CacheReach
 from workbench.cache.scan import CacheScan, Compiled
 from workbench.cache.static import finding
+from workbench.diagnosis.finding import Finding
 
 TMP_GRACE_S = 3600.0
 """A `tmp.pid_*` dir younger than this, or whose writer lives, may be a write in progress."""
 
 
-def scan_findings(scan: CacheScan, installed: str | None, now: float | None = None) -> list[dict]:
+def scan_findings(
+    scan: CacheScan, installed: str | None, now: float | None = None
+) -> list[Finding]:
     """Finding 4: broken entries, leftovers, entries made by another Triton, moved caches."""
     now = time.time() if now is None else now
-    out: list[dict] = []
+    out: list[Finding] = []
     version = keys.version_tuple(installed) if installed else None
     no_binary = _with_problem(scan, ("no-binary", "group-missing"))
     if no_binary:
@@ -33,7 +37,7 @@ def scan_findings(scan: CacheScan, installed: str | None, now: float | None = No
         out.append(
             _entries(
                 "missing-binary",
-                "error",
+                "high",
                 no_binary,
                 f"{len(no_binary)} compiled entr(ies) whose binary is gone: {effect}",
             )
@@ -43,7 +47,7 @@ def scan_findings(scan: CacheScan, installed: str | None, now: float | None = No
         out.append(
             _entries(
                 "corrupt-entry",
-                "error",
+                "high",
                 corrupt,
                 f"{len(corrupt)} entr(ies) with an unreadable .json or group file",
             )
@@ -54,7 +58,7 @@ def scan_findings(scan: CacheScan, installed: str | None, now: float | None = No
         out.append(
             _entries(
                 "group-elsewhere",
-                "warning",
+                "medium",
                 moved,
                 f"{len(moved)} group file(s) name files outside their entry ({first}): a cache "
                 "copied or moved from elsewhere, so lookups miss or read the other copy",
@@ -80,7 +84,7 @@ def scan_findings(scan: CacheScan, installed: str | None, now: float | None = No
             out.append(
                 finding(
                     f"leftover-{kind}",
-                    "warning" if kind == "partial" else "info",
+                    "medium" if kind == "partial" else "info",
                     f"{len(found)} {title} ({_mb(size)})",
                     ", ".join(lo.path for lo in found[:3]) + (" ..." if len(found) > 3 else ""),
                     "remove them: `cache clear --stale-only --yes`",
@@ -94,7 +98,7 @@ def scan_findings(scan: CacheScan, installed: str | None, now: float | None = No
         out.append(
             finding(
                 "autotune-unreadable",
-                "error",
+                "high",
                 f"{len(unreadable)} autotune file(s) Triton cannot read",
                 f"{tuned_path(unreadable[0].dir, unreadable[0].kernel)}: {unreadable[0].problem}",
                 "remove them: `cache clear --stale-only --yes`",
@@ -119,9 +123,9 @@ def _with_problem(scan: CacheScan, kinds: tuple[str, ...]) -> list[Compiled]:
     return [c for c in scan.compiled if any(p.startswith(kinds) for p in c.problems)]
 
 
-def reach_findings(scan: CacheScan, reach: CacheReach) -> list[dict]:
+def reach_findings(scan: CacheScan, reach: CacheReach) -> list[Finding]:
     """Which entries the current kernel is served, and which none can reach any more."""
-    out: list[dict] = []
+    out: list[Finding] = []
     names = {f["name"] for f in reach.functions}
     dead = [a for a in reach.autotune if not a["reachable"]]
     if dead:
@@ -129,7 +133,7 @@ def reach_findings(scan: CacheScan, reach: CacheReach) -> list[dict]:
         out.append(
             finding(
                 "autotune-unreachable",
-                "warning",
+                "medium",
                 f"{len(dead)} autotune result(s) of {', '.join(sorted(names))} that no current "
                 f"kernel can reach ({_mb(size)})",
                 "recomputed with Triton "
@@ -168,16 +172,16 @@ def reach_findings(scan: CacheScan, reach: CacheReach) -> list[dict]:
     return out
 
 
-def measured_findings(verify: list[dict]) -> list[dict]:
+def measured_findings(verify: list[dict]) -> list[Finding]:
     """Findings 1 (a served tuning slower than another config here) and 2 (key too narrow)."""
-    out: list[dict] = []
+    out: list[Finding] = []
     for v in verify:
         if v.get("stale"):
             s, f = v["served"], v["fastest"]
             out.append(
                 finding(
                     "autotune-served-stale",
-                    "error",
+                    "high",
                     f"{v['kernel']} key {v['key']}: the served config is "
                     f"{_pct(s['ms'][0], f['ms'][0])} slower than {f['config']} here",
                     f"re-timed on {v['device']}: served {s['config']} p50 {s['ms'][0]:.4g} ms "
@@ -193,7 +197,7 @@ def measured_findings(verify: list[dict]) -> list[dict]:
             out.append(
                 finding(
                     "autotune-key-too-narrow",
-                    "warning",
+                    "medium",
                     f"{v['kernel']}: inputs {v['inputs'][0]} and {n['input']} share key "
                     f"{v['key']} but not their best config",
                     f"on {n['input']} the key's pick {n['reused']} takes {n['reused_ms']:.4g} ms, "
@@ -206,7 +210,7 @@ def measured_findings(verify: list[dict]) -> list[dict]:
     return out
 
 
-def _entries(id_, severity, entries: list[Compiled], title, stale=True, fix=None) -> dict:
+def _entries(id_, severity, entries: list[Compiled], title, stale=True, fix=None) -> Finding:
     size = sum(c.size for c in entries)
     return finding(
         id_,

@@ -12,6 +12,7 @@ from importlib import metadata
 from workbench.cache import findings, scan, static
 from workbench.cache.result import CacheReach
 from workbench.catalog.discovery import KernelEntry
+from workbench.diagnosis.finding import Finding
 from workbench.run import jobs, machine
 from workbench.run.params import CacheParams
 from workbench.runtime.errors import Problem
@@ -47,13 +48,13 @@ def build_report(
         "triton": version,
         "kernel": entry.name if entry else None,
         "problem": None,
-        "findings": findings.scan_findings(found, version),
+        "findings": _json(findings.scan_findings(found, version)),
         "reach": None,
     }
     if entry is None:
         return report
     source = open(entry.file).read()
-    report["findings"] += static.findings(source, entry.file, version)
+    report["findings"] += _json(static.findings(source, entry.file, version))
     if cancel is not None and cancel.is_set():
         report["problem"] = CANCELLED.to_dict()
         return report
@@ -84,9 +85,13 @@ def build_report(
         return report
     reach = CacheReach.from_dict(outcome.result or sent)
     report["reach"] = reach.to_dict()
-    report["findings"] += findings.reach_findings(found, reach)
-    report["findings"] += findings.measured_findings(reach.verify)
+    report["findings"] += _json(findings.reach_findings(found, reach))
+    report["findings"] += _json(findings.measured_findings(reach.verify))
     return report
+
+
+def _json(found: list[Finding]) -> list[dict]:
+    return [f.to_dict() for f in found]
 
 
 def owned_entries(report: dict) -> list[tuple[str, int]]:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import ast
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from workbench.cache import keys
+from workbench.diagnosis.finding import Finding
 
 NAME_LISTS = ("key", "reset_to_zero", "restore_value")
 
@@ -145,9 +147,9 @@ def _config_names(tree: ast.Module) -> set[str]:
     return names
 
 
-def findings(source: str, file: str, triton_version: str | None) -> list[dict]:
+def findings(source: str, file: str, triton_version: str | None) -> list[Finding]:
     """Findings 3 (names that are not arguments) and 5 (what the key does not see)."""
-    out: list[dict] = []
+    out: list[Finding] = []
     version = keys.version_tuple(triton_version) if triton_version else None
     for t in tuners(source):
         for which, names in t.lists.items():
@@ -160,7 +162,7 @@ def findings(source: str, file: str, triton_version: str | None) -> list[dict]:
             out.append(
                 finding(
                     "autotune-key-misses-loop-bound",
-                    "warning",
+                    "medium",
                     f"{t.kernel}: key= leaves out {', '.join(unseen)}, which set how long its "
                     "loop runs: a config tuned at one length is reused at every other",
                     f"key={key}; loop trip count grows with {', '.join(t.loop_bounds)}",
@@ -194,7 +196,7 @@ def findings(source: str, file: str, triton_version: str | None) -> list[dict]:
             out.append(
                 finding(
                     "global-constexpr-not-in-key",
-                    "warning",
+                    "medium",
                     f"{t.kernel} reads global constexpr {names}: on Triton {triton_version} an "
                     "edit of its value keeps the old compiled kernel",
                     "Triton < 3.5 leaves global tl.constexpr values out of JITFunction.cache_key",
@@ -207,7 +209,7 @@ def findings(source: str, file: str, triton_version: str | None) -> list[dict]:
     return out
 
 
-def _unknown_names(t: Tuner, which: str, unknown: list[str], file: str, version) -> dict:
+def _unknown_names(t: Tuner, which: str, unknown: list[str], file: str, version) -> Finding:
     raises = version is not None and version >= keys.UNKNOWN_KEY_NAMES_RAISE
     effect = (
         "Triton 3.9 refuses to import it (ValueError)"
@@ -216,7 +218,7 @@ def _unknown_names(t: Tuner, which: str, unknown: list[str], file: str, version)
     )
     return finding(
         "autotune-unknown-name",
-        "error",
+        "high",
         f"{t.kernel}: {which}= names {', '.join(unknown)}, which are not arguments",
         f"{effect}; arguments are {', '.join(t.params)}",
         f"spell them as arguments of {t.kernel} (e.g. {', '.join(_closest(unknown, t.params))})",
@@ -225,9 +227,20 @@ def _unknown_names(t: Tuner, which: str, unknown: list[str], file: str, version)
     )
 
 
-def finding(id_: str, severity: str, title: str, evidence: str, fix: str, **extra) -> dict:
-    base = {"id": id_, "severity": severity, "title": title, "evidence": evidence, "fix": fix}
-    return {**base, **extra}
+def finding(
+    id_: str,
+    severity: str,
+    title: str,
+    detail: str,
+    fix: str,
+    file: str | None = None,
+    line: int | None = None,
+    **removal: Any,
+) -> Finding:
+    """A cache finding: its `detail` and, for `cache clear`, what carrying out the fix removes
+    (`remove`: paths under the cache root, their `bytes`, and `stale`: taken by
+    `--stale-only`) as its evidence."""
+    return Finding(id_, title, severity, {"detail": detail, **removal}, fix, file, line)
 
 
 def _closest(names: list[str], params: list[str]) -> list[str]:

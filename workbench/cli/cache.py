@@ -13,6 +13,7 @@ from workbench.cache import clear
 from workbench.cache.report import owned_entries
 from workbench.catalog.discovery import discover
 from workbench.cli.options import add_arch_option, add_command_options
+from workbench.diagnosis.finding import Finding
 from workbench.run import machine
 from workbench.runtime.errors import fail
 from workbench.views.cache import foreign_line, report_text
@@ -72,7 +73,8 @@ def _clear(args: argparse.Namespace, report: dict) -> int:
             "fix that, then clear again",
         )
     owned = owned_entries(report) if report["kernel"] else None
-    removals = clear.plan(report["findings"], args.stale_only, args.autotune_only, owned)
+    found = [Finding.from_dict(f) for f in report["findings"]]
+    removals = clear.plan(found, args.stale_only, args.autotune_only, owned)
     result = clear.execute(report["scan"]["root"], removals, dry_run=not args.yes)
     if args.json:
         print_json({"clear": result.to_dict(), "findings": report["findings"]})

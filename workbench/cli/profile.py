@@ -188,7 +188,7 @@ def show(result: dict) -> None:
 
 
 def _show_ncu(result: dict) -> None:
-    print(table(views.PROFILE_HEADERS, [views.profile_row(k) for k in result["kernels"]]))
+    print(table(views.PROFILE_HEADERS, views.profile_rows(result)))
     print("\nmeasured findings:")
     print(textwrap.indent(views.measured_finding_lines(result), "  "))
     rules = views.rule_rows(result)

@@ -1,7 +1,8 @@
 """Diagnosis: where every finding about a kernel is weighed, joined and ranked.
 
 Most findings are made here, from every kind of fact; the cache doctor (`cache.static`,
-`cache.findings`) makes its own in the same form, taken in as rows of the table (`autotune`).
+`cache.findings`, above this stage) makes its own `Finding`s on the same severity scale, taken in
+as rows of the table (`autotune`).
 
 The pitfall table is data (`pitfalls`); detectors registered per row (`registry`) read `Facts`:
 static (`static`: resources, IR, source, run on the compile's facts by `diagnose_compile`), dynamic

@@ -20,19 +20,21 @@ from workbench.diagnosis.measured import (
     stall_shares,
 )
 from workbench.diagnosis.roofline import Placement
+from workbench.profilers.ncumetrics import NcuLaunch, launches
 
 
 def table(facts: Facts, findings: list[Finding], placed: Placement | None) -> list[dict]:
-    if not facts.ncu or facts.ncu.get("tool") != "ncu":
+    profiled = launches(facts.ncu)
+    if not profiled:
         return []
     ours = _index(findings)
     rows, shared = [], set()
-    for k in facts.ncu.get("kernels", []):
-        for r in k.get("rules", []):
+    for k in profiled:
+        for r in k.rules:
             peer = RULE_PEERS.get(r["rule"])
-            mine = ours.get((peer, k.get("kernel"))) or ours.get((peer, None))
+            mine = ours.get((peer, k.kernel)) or ours.get((peer, None))
             rows.append(_row(r, k, peer, mine, placed))
-            shared |= {(peer, k.get("kernel")), (mine.id if mine else None, k.get("kernel"))}
+            shared |= {(peer, k.kernel), (mine.id if mine else None, k.kernel)}
     for f in findings:
         mine = f.evidence.get("source") == "ncu" and f.id != "ncu-rule"
         if mine and (f.id, f.evidence.get("kernel")) not in shared:
@@ -73,12 +75,12 @@ def _index(findings: list[Finding]) -> dict[tuple[str | None, str | None], Findi
     return out
 
 
-def _row(r: dict, k: dict, peer: str | None, mine: Finding | None, placed: Placement | None):
+def _row(r: dict, k: NcuLaunch, peer: str | None, mine: Finding | None, placed: Placement | None):
     name = r["rule"] + (f" ({r['title']})" if r.get("title") else "")
     row = {
         "ours": mine.id if mine else peer,
         "ncu": name,
-        "launch": k.get("launch"),
+        "launch": k.launch,
         "speedup_pct": r.get("speedup_pct"),
     }
     if peer is None:
@@ -94,10 +96,10 @@ def _row(r: dict, k: dict, peer: str | None, mine: Finding | None, placed: Place
     return row | {"verdict": "agree", "why": f"both: {mine.title}"}
 
 
-def _silent(peer: str, k: dict) -> str:
+def _silent(peer: str, k: NcuLaunch) -> str:
     """Why our detector for `peer` stayed silent on this launch: the figure and our threshold."""
-    theoretical = k.get("theoretical_occupancy_pct") or 0.0
-    achieved = k.get("achieved_occupancy_pct") or 0.0
+    theoretical = k.theoretical_occupancy_pct or 0.0
+    achieved = k.achieved_occupancy_pct or 0.0
     fill = grid_fill(k)
     if peer == "occupancy-gap" and fill is not None and fill["programs"] < fill["sms"]:
         return f"the grid ({fill['programs']} programs) is smaller than the GPU: grid-too-small"

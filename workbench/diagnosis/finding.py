@@ -9,6 +9,9 @@ from typing import Any
 
 SEVERITIES = ("high", "medium", "low", "info")
 """Most severe first; "info" is a fact worth knowing that asks for no change."""
+CACHE_SEVERITIES = {"error": "high", "warning": "medium"}
+"""The cache doctor's own words for severity, which results stored before its findings were
+Findings carry: read back in the one scale."""
 
 
 @dataclass(frozen=True)
@@ -34,4 +37,8 @@ class Finding:
         fields: dict[str, Any] = {
             k: d.get(k) for k in cls.__dataclass_fields__ if k in d or k == "evidence"
         }
+        if isinstance(fields["evidence"], str):  # a stored cache finding: text, plan beside it
+            plan = {k: d[k] for k in ("remove", "bytes", "stale") if k in d}
+            fields["evidence"] = {"detail": fields["evidence"], **plan}
+        fields["severity"] = CACHE_SEVERITIES.get(fields["severity"], fields["severity"])
         return cls(**fields)

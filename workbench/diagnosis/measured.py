@@ -1,12 +1,12 @@
 """Measured findings: what Nsight Compute measured, matched to the pitfall table.
 
-The input is one kernel entry of an ncu summary (`profilers.summary.ncu_dict`: plain JSON, base
-units, with its `rules` and `hot_lines`); the output is `Finding` records, the same ones the static
-findings use, so a spill measured by ncu and one read from the cubin look alike. Pure functions
-of that data: no I/O, no pandas. Ids, thresholds and fixes are the pitfall table's rows:
-register-spill, smem-bank-conflicts, low-occupancy, occupancy-gap, grid-too-small,
-stall-dominant, uncoalesced-access, and ncu-rule (NVIDIA's own rule with the largest estimated
-gain, when none of ours says the same).
+The input is one launch of an ncu summary (`profilers.ncumetrics.NcuLaunch`: its metrics as
+fields, in base units, with its `rules` and `hot_lines`); the output is `Finding` records, the
+same ones the static findings use, so a spill measured by ncu and one read from the cubin look
+alike. Pure functions of that data: no I/O, no pandas. Ids, thresholds and fixes are the
+pitfall table's rows: register-spill, smem-bank-conflicts, low-occupancy, occupancy-gap,
+grid-too-small, stall-dominant, uncoalesced-access, and ncu-rule (NVIDIA's own rule with the
+largest estimated gain, when none of ours says the same).
 """
 
 from __future__ import annotations
@@ -15,12 +15,14 @@ import math
 import re
 from collections.abc import Callable, Collection
 from dataclasses import replace
+from typing import Any
 
 from workbench.diagnosis import rank, roofline
 from workbench.diagnosis.facts import Facts
 from workbench.diagnosis.finding import SEVERITIES, Finding
 from workbench.diagnosis.pitfalls import OCCUPANCY_RULES, fix_text, limit
 from workbench.diagnosis.registry import detector
+from workbench.profilers.ncumetrics import NcuLaunch, launches
 
 BANK_CONFLICT_RATIO = limit("smem-bank-conflicts", "ratio")
 OCCUPANCY_FLOOR = limit("low-occupancy", "floor")
@@ -64,7 +66,7 @@ def measured(summary: dict) -> list[Finding]:
     """Findings for every launch of an ncu summary, each weighed against that launch's own
     place on the roofline (ncu's throughput), most severe first."""
     found = []
-    for k in summary.get("kernels", []):
+    for k in launches(summary):
         found += rank.apply_roofline(kernel_findings(k), roofline.from_ncu(k))
     severity = {s: i for i, s in enumerate(SEVERITIES)}
     return sorted(
@@ -73,7 +75,7 @@ def measured(summary: dict) -> list[Finding]:
     )
 
 
-def kernel_findings(k: dict, uses_dot: bool = False) -> list[Finding]:
+def kernel_findings(k: NcuLaunch, uses_dot: bool = False) -> list[Finding]:
     """One launch's findings; `uses_dot` (or a hot line calling tl.dot) marks a tile kernel."""
     tile = uses_dot or _calls_dot(k)
     found = [
@@ -97,27 +99,22 @@ def kernel_findings(k: dict, uses_dot: bool = False) -> list[Finding]:
 def ncu_findings(facts: Facts) -> list[Finding]:
     """Every launch of the facts' ncu summary; the compile's tl.dot marks its launches as a
     tile kernel's when they are all of one kernel (else each launch's hot lines say)."""
-    if not facts.ncu or facts.ncu.get("tool") != "ncu":
-        return []
-    launches = facts.ncu.get("kernels", [])
-    one = len({k.get("kernel") for k in launches}) == 1
+    profiled = launches(facts.ncu)
+    one = len({k.kernel for k in profiled}) == 1
     tile = one and any(f.evidence.get("uses_dot") for f in facts.compile_findings)
-    return [_sourced(f, "ncu") for k in launches for f in kernel_findings(k, tile)]
+    return [_sourced(f, "ncu") for k in profiled for f in kernel_findings(k, tile)]
 
 
 # ---- register spill ----------------------------------------------------------------------------
 
 
-def spill_finding(k: dict) -> Finding | None:
-    spills = _count(k.get("spill_instructions"))
-    local_ld, local_st = (
-        _count(k.get("local_ld_instructions")),
-        _count(k.get("local_st_instructions")),
-    )
-    local_bytes = _count(k.get("local_bytes"))
+def spill_finding(k: NcuLaunch) -> Finding | None:
+    spills = _count(k.spill_instructions)
+    local_ld, local_st = _count(k.local_ld_instructions), _count(k.local_st_instructions)
+    local_bytes = _count(k.local_bytes)
     if spills <= 0 and local_ld + local_st <= 0 and local_bytes <= 0:
         return None
-    regs = _count(k.get("registers_per_thread"))
+    regs = _count(k.registers_per_thread)
     what = f"{spills:,} spill instructions" if spills else f"{local_ld + local_st:,} local ld/st"
     line = _top_line(k, lambda h: _num(h.get("memory_l2_theoretical_sectors_local")))
     evidence = _base(k) | {
@@ -126,7 +123,7 @@ def spill_finding(k: dict) -> Finding | None:
         "local_ld_instructions": local_ld,
         "local_st_instructions": local_st,
         "local_bytes": local_bytes,
-        "block_size": _count(k.get("block_size")),
+        "block_size": _count(k.block_size),
     }
     finding = Finding(
         id="register-spill",
@@ -143,10 +140,10 @@ def spill_finding(k: dict) -> Finding | None:
 # ---- shared-memory bank conflicts --------------------------------------------------------------
 
 
-def bank_conflict_finding(k: dict) -> Finding | None:
+def bank_conflict_finding(k: NcuLaunch) -> Finding | None:
     """Conflict replays weighed against all shared wavefronts: a conflicting store in a kernel
     that mostly loads from shared memory (a matmul's epilogue) costs little."""
-    conflicts = {op: _num(k.get(f"smem_bank_conflicts_{op}")) for op in ("ld", "st")}
+    conflicts = {op: _num(c) for op, (c, _) in shared_ops(k).items()}
     if not sum(conflicts.values()):
         return None
     worst = conflict_share(k)
@@ -156,11 +153,9 @@ def bank_conflict_finding(k: dict) -> Finding | None:
     replaying = [op for op, r in ratios.items() if r is None or r >= BANK_CONFLICT_RATIO]
     line = _top_line(k, _shared_excess)
     inlined = _top_line(k, _shared_excess, origin="triton")
-    evidence = _base(k) | {
-        f"{name}_{op}": _count(k.get(f"smem_{name}_{op}"))
-        for op in ("ld", "st")
-        for name in ("bank_conflicts", "wavefronts")
-    }
+    evidence = _base(k)
+    for op, (c, w) in shared_ops(k).items():
+        evidence |= {f"bank_conflicts_{op}": _count(c), f"wavefronts_{op}": _count(w)}
     evidence |= {f"ratio_{op}": round(r, 4) for op, r in ratios.items() if r is not None}
     evidence["ratio"] = round(worst, 4) if worst is not None else None
     evidence["threshold"] = BANK_CONFLICT_RATIO
@@ -183,34 +178,40 @@ def bank_conflict_finding(k: dict) -> Finding | None:
     return _at_line(finding, line)
 
 
-def conflict_share(k: dict) -> float | None:
+def shared_ops(k: NcuLaunch) -> dict[str, tuple[float | None, float | None]]:
+    """Per shared-memory op (ld, st): its bank conflicts and its wavefronts."""
+    return {
+        "ld": (k.smem_bank_conflicts_ld, k.smem_wavefronts_ld),
+        "st": (k.smem_bank_conflicts_st, k.smem_wavefronts_st),
+    }
+
+
+def conflict_share(k: NcuLaunch) -> float | None:
     """Conflict replays per shared wavefront of the launch; None where an op has conflicts but
     no wavefront count to weigh them against."""
-    conflicts = {op: _num(k.get(f"smem_bank_conflicts_{op}")) for op in ("ld", "st")}
-    if not all(_num(k.get(f"smem_wavefronts_{op}")) for op in conflicts if conflicts[op]):
+    ops = shared_ops(k).values()
+    if not all(_num(w) for c, w in ops if _num(c)):
         return None
     wavefronts = _shared_wavefronts(k)
-    return sum(conflicts.values()) / wavefronts if wavefronts else 0.0
+    return sum(_num(c) for c, _ in ops) / wavefronts if wavefronts else 0.0
 
 
-def _shared_wavefronts(k: dict) -> float:
+def _shared_wavefronts(k: NcuLaunch) -> float:
     """All the shared-memory wavefronts of a launch. The conflict counters and their wavefront
     counters see only the LSU pipe (ld/st.shared); what cp.async, TMA and wgmma move through
     shared memory shows in the per-line source counters alone (on an H100 a 64 x 64 matmul tile:
     0.9 M LSU wavefronts, 68 M on its lines). Their sum over the hot lines is a lower bound."""
-    lsu = sum(_num(k.get(f"smem_wavefronts_{op}")) for op in ("ld", "st"))
-    lines = sum(_num(h.get("memory_l1_wavefronts_shared")) for h in k.get("hot_lines", []))
+    lsu = sum(_num(w) for _, w in shared_ops(k).values())
+    lines = sum(_num(h.get("memory_l1_wavefronts_shared")) for h in k.hot_lines or [])
     return max(lsu, lines)
 
 
-def bank_conflict_ratios(k: dict) -> dict[str, float | None]:
+def bank_conflict_ratios(k: NcuLaunch) -> dict[str, float | None]:
     """Conflicts per wavefront for loads and stores (None where there is nothing to divide by)."""
-    out: dict[str, float | None] = {}
-    for op in ("ld", "st"):
-        wavefronts = _num(k.get(f"smem_wavefronts_{op}"))
-        conflicts = k.get(f"smem_bank_conflicts_{op}")
-        out[op] = _num(conflicts) / wavefronts if conflicts is not None and wavefronts else None
-    return out
+    return {
+        op: _num(c) / _num(w) if c is not None and _num(w) else None
+        for op, (c, w) in shared_ops(k).items()
+    }
 
 
 def _shared_excess(h: dict) -> float:
@@ -225,16 +226,16 @@ def _shared_excess(h: dict) -> float:
 # ---- occupancy and the grid --------------------------------------------------------------------
 
 
-def low_occupancy_finding(k: dict, uses_dot: bool = False) -> Finding | None:
+def low_occupancy_finding(k: NcuLaunch, uses_dot: bool = False) -> Finding | None:
     """Few warps resident because the launch's resources allow few (theoretical is low too);
     a launch that could hold more but does not is an occupancy gap instead. A tl.dot tile kernel
     that gets the occupancy its tile asks for is info: one big tile per SM is its design."""
-    theoretical, achieved = k.get("theoretical_occupancy_pct"), k.get("achieved_occupancy_pct")
+    theoretical, achieved = k.theoretical_occupancy_pct, k.achieved_occupancy_pct
     if theoretical is None or achieved is None:
         return None
     if achieved >= ACHIEVED_FLOOR or theoretical >= OCCUPANCY_FLOOR:
         return None
-    limiter = k.get("occupancy_limiter") or "unknown"
+    limiter = k.occupancy_limiter or "unknown"
     fixes = [fix_text("low-occupancy", variant=p) for p in limiter.split(", ")]
     evidence = _occupancy_evidence(k) | {"uses_dot": uses_dot}
     by_design = uses_dot and achieved >= GAP_FRACTION * theoretical
@@ -254,10 +255,10 @@ def low_occupancy_finding(k: dict, uses_dot: bool = False) -> Finding | None:
     )
 
 
-def occupancy_gap_finding(k: dict) -> Finding | None:
+def occupancy_gap_finding(k: NcuLaunch) -> Finding | None:
     """Fewer warps resident than the launch allows, when the grid fills the GPU (a grid that
     does not is grid-too-small's)."""
-    theoretical, achieved = k.get("theoretical_occupancy_pct"), k.get("achieved_occupancy_pct")
+    theoretical, achieved = k.theoretical_occupancy_pct, k.achieved_occupancy_pct
     if not theoretical or achieved is None or achieved >= GAP_FRACTION * theoretical:
         return None
     fill = grid_fill(k)
@@ -274,13 +275,13 @@ def occupancy_gap_finding(k: dict) -> Finding | None:
     )
 
 
-def grid_fill(k: dict) -> dict | None:
+def grid_fill(k: NcuLaunch) -> dict | None:
     """How the launch's programs fill the GPU, and the share of its SM time left idle: under
     one wave, the SMs left without a program (programs spread one per SM first, as the block
     scheduler does); from one wave up, the empty part of the last wave (NVIDIA's tail effect).
     The SM count is the programs one wave holds over the programs one SM holds."""
-    grid, waves = k.get("grid_size"), k.get("waves_per_sm")
-    limits = k.get("occupancy_limits") or {}
+    grid, waves = k.grid_size, k.waves_per_sm
+    limits = k.occupancy_limits or {}
     per_sm = min(limits.values()) if limits else None
     if not grid or not waves or not per_sm:
         return None
@@ -300,7 +301,7 @@ def grid_fill(k: dict) -> dict | None:
     }
 
 
-def grid_finding(k: dict) -> Finding | None:
+def grid_finding(k: NcuLaunch) -> Finding | None:
     fill = grid_fill(k)
     if fill is None or fill["idle"] < GRID_IDLE:
         return None
@@ -327,36 +328,35 @@ def grid_finding(k: dict) -> Finding | None:
     )
 
 
-def _occupancy_severity(k: dict) -> str:
-    sm, mem = k.get("sm_throughput_pct"), k.get("memory_throughput_pct")
+def _occupancy_severity(k: NcuLaunch) -> str:
+    sm, mem = k.sm_throughput_pct, k.memory_throughput_pct
     if sm is not None and mem is not None and sm < LATENCY_BOUND and mem < LATENCY_BOUND:
         return "high"  # nothing is saturated: more warps would hide the latency
     return "medium"
 
 
-def _occupancy_evidence(k: dict) -> dict:
-    keys = (
-        "theoretical_occupancy_pct",
-        "achieved_occupancy_pct",
-        "occupancy_limiter",
-        "occupancy_limits",
-        "registers_per_thread",
-        "block_size",
-        "grid_size",
-        "waves_per_sm",
-        "sm_throughput_pct",
-        "memory_throughput_pct",
-    )
-    return _base(k) | {key: k.get(key) for key in keys}
+def _occupancy_evidence(k: NcuLaunch) -> dict:
+    return _base(k) | {
+        "theoretical_occupancy_pct": k.theoretical_occupancy_pct,
+        "achieved_occupancy_pct": k.achieved_occupancy_pct,
+        "occupancy_limiter": k.occupancy_limiter,
+        "occupancy_limits": k.occupancy_limits,
+        "registers_per_thread": k.registers_per_thread,
+        "block_size": k.block_size,
+        "grid_size": k.grid_size,
+        "waves_per_sm": k.waves_per_sm,
+        "sm_throughput_pct": k.sm_throughput_pct,
+        "memory_throughput_pct": k.memory_throughput_pct,
+    }
 
 
 # ---- stalls and coalescing ---------------------------------------------------------------------
 
 
-def stall_shares(k: dict) -> dict[str, float]:
+def stall_shares(k: NcuLaunch) -> dict[str, float]:
     """Sampled warp stalls per reason over the hot lines, as shares of all stalls."""
     counts: dict[str, float] = {}
-    for h in k.get("hot_lines", []):
+    for h in k.hot_lines or []:
         for key, value in h.items():
             if key.startswith(STALL_PREFIX) and not key.endswith("_not_issued"):
                 reason = key[len(STALL_PREFIX) :]
@@ -366,7 +366,7 @@ def stall_shares(k: dict) -> dict[str, float]:
     return {r: c / total for r, c in counts.items()} if total else {}
 
 
-def stall_finding(k: dict) -> Finding | None:
+def stall_finding(k: NcuLaunch) -> Finding | None:
     shares = stall_shares(k)
     if not shares:
         return None
@@ -378,8 +378,8 @@ def stall_finding(k: dict) -> Finding | None:
         "reason": reason,
         "share": round(share, 3),
         "threshold": STALL_SHARE,
-        "sm_throughput_pct": k.get("sm_throughput_pct"),
-        "memory_throughput_pct": k.get("memory_throughput_pct"),
+        "sm_throughput_pct": k.sm_throughput_pct,
+        "memory_throughput_pct": k.memory_throughput_pct,
     }
     # Where warps wait explains time; it is a finding of its own only when too few warps hide
     # the latency (then more of them is the fix), else the why behind another finding.
@@ -395,9 +395,9 @@ def stall_finding(k: dict) -> Finding | None:
     return _at_line(finding, line)
 
 
-def uncoalesced_finding(k: dict) -> Finding | None:
+def uncoalesced_finding(k: NcuLaunch) -> Finding | None:
     """Global sectors moved beyond the ideal ones, over the kernel's hot lines."""
-    lines = [h for h in k.get("hot_lines", []) if h.get("origin", "kernel") == "kernel"]
+    lines = [h for h in k.hot_lines or [] if h.get("origin", "kernel") == "kernel"]
     ideal = sum(_num(h.get("memory_l2_theoretical_sectors_global_ideal")) for h in lines)
     moved = sum(_num(h.get("memory_l2_theoretical_sectors_global")) for h in lines)
     if ideal <= 0 or (moved - ideal) / ideal < EXCESS_SECTORS:
@@ -432,17 +432,17 @@ def uncoalesced_finding(k: dict) -> Finding | None:
 # ---- NVIDIA's rules ----------------------------------------------------------------------------
 
 
-def top_rule_finding(k: dict, ours: Collection[str] = ()) -> Finding | None:
+def top_rule_finding(k: NcuLaunch, ours: Collection[str] = ()) -> Finding | None:
     """NVIDIA's rule with the largest estimated speedup, with the Triton-side fix to try;
     `ours` are the ids already found for this launch, to say when the rule agrees with one."""
-    rules = [r for r in k.get("rules", []) if r.get("speedup_pct")]
+    rules = [r for r in k.rules if r.get("speedup_pct")]
     if not rules:
         return None
     r = max(rules, key=lambda r: r["speedup_pct"])
     gain = r["speedup_pct"]
     variant = r["rule"]
     if variant == "TheoreticalOccupancy":
-        variant += ":" + (k.get("occupancy_limiter") or "").split(", ")[0]
+        variant += ":" + (k.occupancy_limiter or "").split(", ")[0]
     message = clean_message(r.get("message") or "")
     evidence = _base(k) | {
         "rule": r["rule"],
@@ -482,9 +482,9 @@ def clean_message(text: str) -> str:
 # ---- helpers -----------------------------------------------------------------------------------
 
 
-def _top_line(k: dict, weight: Callable[[dict], float], origin: str = "kernel") -> dict | None:
+def _top_line(k: NcuLaunch, weight: Callable[[dict], float], origin: str = "kernel") -> dict | None:
     """The hot line of `origin` with the largest positive weight, as evidence."""
-    lines = [h for h in k.get("hot_lines", []) if h.get("origin", "kernel") == origin]
+    lines = [h for h in k.hot_lines or [] if h.get("origin", "kernel") == origin]
     scored = [(weight(h), h) for h in lines]
     scored = [(w, h) for w, h in scored if w > 0]
     if not scored:
@@ -502,25 +502,23 @@ def _at_line(f: Finding, line: dict | None) -> Finding:
     )
 
 
-def _rule_gain(k: dict, rule: str) -> float | None:
+def _rule_gain(k: NcuLaunch, rule: str) -> float | None:
     """NVIDIA's estimated speedup for a rule of this launch, as a share of its time."""
-    pcts = [
-        r["speedup_pct"] for r in k.get("rules", []) if r["rule"] == rule and r.get("speedup_pct")
-    ]
+    pcts = [r["speedup_pct"] for r in k.rules if r["rule"] == rule and r.get("speedup_pct")]
     return max(pcts) / 100 if pcts else None
 
 
-def _calls_dot(k: dict) -> bool:
+def _calls_dot(k: NcuLaunch) -> bool:
     """A hot line of the kernel calls tl.dot: a tile kernel."""
-    return any("tl.dot(" in (h.get("code") or "") for h in k.get("hot_lines", []))
+    return any("tl.dot(" in (h.get("code") or "") for h in k.hot_lines or [])
 
 
 def _sourced(f: Finding, source: str) -> Finding:
     return replace(f, evidence={**f.evidence, "source": source})
 
 
-def _base(k: dict) -> dict:
-    return {"launch": k.get("launch"), "kernel": k.get("kernel"), "config": k.get("config")}
+def _base(k: NcuLaunch) -> dict[str, Any]:
+    return {"launch": k.launch, "kernel": k.kernel, "config": k.config}
 
 
 def _num(x: float | int | None) -> float:

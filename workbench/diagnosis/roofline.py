@@ -12,6 +12,7 @@ do not apply. A memory-bound kernel far under copy bandwidth is itself a finding
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from workbench.bench import metrics
@@ -22,6 +23,7 @@ from workbench.diagnosis.finding import Finding
 from workbench.diagnosis.pitfalls import fix_text, limit
 from workbench.diagnosis.registry import detector
 from workbench.profilers.names import Config, range_name
+from workbench.profilers.ncumetrics import NcuLaunch, launches
 from workbench.runtime.records import fields_dict
 
 NEAR_PEAK = 0.75
@@ -106,7 +108,7 @@ def place(facts: Facts) -> Placement | None:
     placed = None
     if facts.bench is not None and (rec := record(facts.bench, facts.launch)) is not None:
         placed = from_bench(rec, facts.bench, case_launches(facts.ncu, rec))
-    if placed is None and facts.ncu and (k := hottest(facts.ncu)) is not None:
+    if placed is None and (k := hottest(launches(facts.ncu))) is not None:
         placed = from_ncu(k)
     idle = facts.launch.idle_fraction if facts.launch is not None else None
     return replace(placed, idle=idle) if placed is not None else None
@@ -124,11 +126,11 @@ def record(bench: BenchResult, launch: LaunchFacts | None = None) -> BenchRecord
 
 
 def from_bench(
-    rec: BenchRecord, bench: BenchResult, launches: list[dict] | None = None
+    rec: BenchRecord, bench: BenchResult, profiled: list[NcuLaunch] | None = None
 ) -> Placement | None:
     """The bench's time against the ceiling the case's intensity puts it under; `launches`: the
     case's own ncu launches (`case_launches`), whose counts replace the bench's own."""
-    used = work(rec, launches or [])
+    used = work(rec, profiled or [])
     ceil = bench.ceilings
     copy, rate = ceil.copy_gbps, ceil.matmul_rate(rec.compute_dtype)
     floor, bound = metrics.floor_ms(used.bytes, used.flops, copy, rate)
@@ -149,53 +151,52 @@ def from_bench(
         "intensity": metrics.intensity(used.flops, used.bytes),
         "ridge": metrics.ridge(copy, rate),
     }
-    figures |= ncu_figures(launches or [])
+    figures |= ncu_figures(profiled or [])
     if used.bytes_source == NCU and rec.bytes and rec.bytes_source == INPUTS_OUTPUTS:
         figures["least_bytes"] = rec.bytes  # what the measured traffic is weighed against
     ceiling = "copy bandwidth" if bound == "memory" else "the measured matmul rate"
     return Placement("bench", bound, metrics.roofline_ratio(rec.ms, floor), ceiling, figures)
 
 
-def case_launches(ncu: dict | None, rec: BenchRecord) -> list[dict]:
+def case_launches(ncu: dict | None, rec: BenchRecord) -> list[NcuLaunch]:
     """The launches ncu profiled in the record's case (the kernel's range at that shape and
     dtype): one call, as the workbench profiles it."""
-    if not ncu or ncu.get("tool") != "ncu":
-        return []
     case = Config(tuple(rec.shape), None if rec.dtype == AS_GIVEN else rec.dtype)
-    return [k for k in ncu.get("kernels", []) if k.get("range") == range_name(rec.name, case)]
+    return [k for k in launches(ncu) if k.range == range_name(rec.name, case)]
 
 
-def _total(launches: list[dict], *columns: str) -> float | None:
-    counted = [k[c] for k in launches for c in columns if k.get(c) is not None]
+def _total(values: Iterable[float | None]) -> float | None:
+    counted = [v for v in values if v is not None]
     return float(sum(counted)) if counted else None
 
 
-def ncu_counts(launches: list[dict]) -> tuple[float | None, float | None]:
+def ncu_counts(profiled: list[NcuLaunch]) -> tuple[float | None, float | None]:
     """(FLOPs, DRAM bytes) ncu counted over the launches: tensor-path and FP-pipe operations,
     bytes read and written; None where it collected no such counter."""
-    return _total(launches, "tensor_flops", "fp_flops"), _total(launches, "dram_bytes")
+    flops = _total(n for k in profiled for n in (k.tensor_flops, k.fp_flops))
+    return flops, _total(k.dram_bytes for k in profiled)
 
 
-def work_bytes(launches: list[dict]) -> float | None:
+def work_bytes(profiled: list[NcuLaunch]) -> float | None:
     """ncu's DRAM bytes less the launches' local-memory (spill) traffic: spills are a defect
     with a finding of their own, not bytes the work needs; counted in, they would place a
     spilling GEMM under a memory ceiling its own spills built, whose headroom hides what fixing
     them gains. Local bytes are counted at L1, so they bound the share that reached DRAM from
     above."""
-    nbytes = _total(launches, "dram_bytes")
+    nbytes = _total(k.dram_bytes for k in profiled)
     if nbytes is None:
         return None
-    return max(0.0, nbytes - (_total(launches, "local_bytes") or 0.0))
+    return max(0.0, nbytes - (_total(k.local_bytes for k in profiled) or 0.0))
 
 
-def work(rec: BenchRecord, launches: list[dict]) -> Work:
+def work(rec: BenchRecord, profiled: list[NcuLaunch]) -> Work:
     """The FLOPs and bytes the placement uses: the spec's formula, else what ncu counted on the
     case's launches, else the bench's own count. ncu's DRAM bytes, spill traffic left out,
     replace the inputs and outputs only when more: writes still in L2 when the kernel ends never
     reach its count, and what the kernel moves beyond its inputs and outputs (intermediates
     between its launches) is the implementation's real traffic."""
-    flops, _ = ncu_counts(launches)
-    nbytes = work_bytes(launches)
+    flops, _ = ncu_counts(profiled)
+    nbytes = work_bytes(profiled)
     use_flops = rec.flops_source != SPEC and bool(flops)
     use_bytes = rec.bytes_source != SPEC and nbytes is not None
     if nbytes is not None and rec.bytes_source == INPUTS_OUTPUTS and rec.bytes is not None:
@@ -208,17 +209,17 @@ def work(rec: BenchRecord, launches: list[dict]) -> Work:
     )
 
 
-def ncu_figures(launches: list[dict]) -> dict:
+def ncu_figures(profiled: list[NcuLaunch]) -> dict:
     """What ncu counted on the case, beside what the placement used: its FLOP rate over the
     launches' own durations is the one to hold the bench's against."""
-    flops, nbytes = ncu_counts(launches)
-    ns = sum(k.get("duration_ns") or 0.0 for k in launches)
+    flops, nbytes = ncu_counts(profiled)
+    ns = sum(k.duration_ns or 0.0 for k in profiled)
     out: dict = {}
     if flops:
         out |= {"ncu_flops": flops, "ncu_tflops": flops / ns / 1e3 if ns else None}
     if nbytes is not None:
         out["ncu_dram_bytes"] = nbytes
-    if local := _total(launches, "local_bytes"):
+    if local := _total(k.local_bytes for k in profiled):
         out["ncu_local_bytes"] = local
     return out
 
@@ -257,18 +258,19 @@ def _num(x: float) -> str:
     return f"{x:,.0f}" if x >= 10 else f"{x:.2g}"
 
 
-def hottest(summary: dict) -> dict | None:
+def hottest(profiled: list[NcuLaunch]) -> NcuLaunch | None:
     """The launch that took longest: the one whose placement speaks for the kernel."""
-    kernels = [k for k in summary.get("kernels", []) if k.get("duration_ns")]
-    return max(kernels, key=lambda k: k["duration_ns"], default=None)
+    return max(
+        (k for k in profiled if k.duration_ns), key=lambda k: k.duration_ns or 0.0, default=None
+    )
 
 
-def from_ncu(k: dict) -> Placement | None:
-    dram, sm = k.get("dram_throughput_pct"), k.get("sm_throughput_pct")
-    memory = k.get("memory_throughput_pct")
+def from_ncu(k: NcuLaunch) -> Placement | None:
+    dram, sm = k.dram_throughput_pct, k.sm_throughput_pct
+    memory = k.memory_throughput_pct
     if dram is None or sm is None:
         return None
-    figures = {"launch": k.get("launch"), "dram_pct": dram, "sm_pct": sm, "memory_pct": memory}
+    figures = {"launch": k.launch, "dram_pct": dram, "sm_pct": sm, "memory_pct": memory}
     if max(sm, memory or 0.0, dram) < LATENCY_BOUND:
         return Placement("ncu", "latency", None, "", figures)
     if dram >= sm:

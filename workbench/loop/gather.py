@@ -121,9 +121,8 @@ def gather(
 
     def cache() -> str:
         source = Path(entry.file).read_text()
-        found = cache_static.findings(source, entry.file, installed_triton())
-        facts.cache = [Finding.from_dict(f) for f in found]
-        return f"{len(found)} autotune-key finding(s)"
+        facts.cache = cache_static.findings(source, entry.file, installed_triton())
+        return f"{len(facts.cache)} autotune-key finding(s)"
 
     def bench() -> str:
         shapes = [list(shape)] if shape else None

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from workbench.profilers.launch import PLACEHOLDER
 from workbench.profilers.names import kernel_regex, nvtx_include
-from workbench.profilers.summary import WORK_METRICS
+from workbench.profilers.ncumetrics import work_metric_names
 from workbench.profilers.toolerrors import Filters
 from workbench.runtime.errors import fail
 
@@ -38,8 +38,8 @@ BANK_METRICS = (
     "smsp__sass_inst_executed_op_shared_st.sum",
 )
 
-WORK = tuple(name for terms in WORK_METRICS.values() for name, _ in terms)
-"""DRAM bytes and tensor/FP operation counts: the work each launch did (`summary`)."""
+WORK = work_metric_names()
+"""DRAM bytes and tensor/FP operation counts: the work each launch did (`NcuLaunch`)."""
 
 
 @dataclass(frozen=True)

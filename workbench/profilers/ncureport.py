@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.profilers import summary
 from workbench.profilers.names import DOMAIN
+from workbench.profilers.ncumetrics import NcuLaunch
 from workbench.profilers.toolerrors import report_problem
 from workbench.runtime.errors import WorkbenchError, fail
 
@@ -72,8 +73,8 @@ class NcuProfile:
     sources: dict[str, str] = field(default_factory=dict)
     """Source files embedded in the report (`--import-source yes`), by path."""
 
-    def kernels(self) -> pd.DataFrame:
-        return summary.kernel_table(self.metrics, self.launches)
+    def kernels(self, top_lines: int = 8) -> list[NcuLaunch]:
+        return summary.kernel_launches(self, top_lines)
 
     def lines(self, launch: int | None = None) -> pd.DataFrame:
         return summary.line_table(self.source, self.sources, launch)

@@ -4,9 +4,9 @@ own `to_dict`, so a result class spells out only the keys that are not plain fie
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, fields, is_dataclass
+from dataclasses import Field, asdict, fields, is_dataclass
 from pathlib import PurePath
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 R = TypeVar("R", bound="Record")  # typing.Self is 3.11+; the project runs on 3.10
 
@@ -55,12 +55,15 @@ class Record:
     """A dataclass mixin: its JSON is its fields (`fields_dict`); it is read back from the keys
     that name a field (others are left out), the missing fields taking their defaults."""
 
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+    """Set by `@dataclass` on each subclass: what makes `fields(cls)` a dataclass's fields."""
+
     def to_dict(self) -> dict[str, Any]:
         return fields_dict(self)
 
     @classmethod
     def from_dict(cls: type[R], d: Mapping[str, Any]) -> R:
-        names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+        names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names} | cls.parsed_fields(d))
 
     @classmethod

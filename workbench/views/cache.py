@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from workbench.diagnosis.finding import Finding
 from workbench.views.cache_reach import own_functions, reach_lines, reach_of
 from workbench.views.text import table
 
@@ -25,9 +26,9 @@ TUNED_HEADERS = ("entry", "kernel", "key", "best config", "p50 ms", "configs", "
 
 def finding_text(found: list[dict]) -> str:
     out = [
-        f"[{f['severity']}] {f['id']}: {f['title']}\n    evidence: {f['evidence']}\n"
-        f"    fix: {f['fix']}"
-        for f in found
+        f"[{f.severity}] {f.id}: {f.title}\n    evidence: {f.evidence.get('detail')}\n"
+        f"    fix: {f.fix}"
+        for f in map(Finding.from_dict, found)
     ]
     return "\n".join(out) or "no cache findings"
 

@@ -9,6 +9,7 @@ from workbench.catalog.discovery import KernelEntry
 from workbench.check import access, rule, verdict
 from workbench.check.result import CaseResult, CheckReport
 from workbench.diagnosis.measured import bank_conflict_ratios, clean_message
+from workbench.profilers.ncumetrics import NcuLaunch, launches
 from workbench.views.text import fmt
 
 if TYPE_CHECKING:
@@ -190,29 +191,34 @@ RULE_HEADERS = ("#", "rule", "est. gain", "says")
 LINE_HEADERS = ("#", "line", "samples", "top stall", "local sectors", "smem excess", "code")
 
 
-def profile_row(k: dict) -> tuple[str, ...]:
+def profile_row(k: NcuLaunch) -> tuple[str, ...]:
     ratios = bank_conflict_ratios(k)
     shares = "/".join(f"{r:.1%}" if r is not None else "-" for r in ratios.values())
-    conflicts = f"{_count(k['smem_bank_conflicts_ld'])}/{_count(k['smem_bank_conflicts_st'])}"
+    conflicts = f"{_count(k.smem_bank_conflicts_ld)}/{_count(k.smem_bank_conflicts_st)}"
     return (
-        str(k["launch"]),
-        k["kernel"],
-        k["config"] or k["range"] or "-",
-        fmt(k["duration_ns"] / 1e3 if k["duration_ns"] is not None else None),
-        _count(k["registers_per_thread"]),
-        f"{fmt(k['theoretical_occupancy_pct'])}/{fmt(k['achieved_occupancy_pct'])}",
-        k["occupancy_limiter"] or "-",
-        _count(k["spill_instructions"]),
-        _count(k["local_bytes"]),
+        str(k.launch),
+        k.kernel,
+        k.config or k.range or "-",
+        fmt(k.duration_ns / 1e3 if k.duration_ns is not None else None),
+        _count(k.registers_per_thread),
+        f"{fmt(k.theoretical_occupancy_pct)}/{fmt(k.achieved_occupancy_pct)}",
+        k.occupancy_limiter or "-",
+        _count(k.spill_instructions),
+        _count(k.local_bytes),
         conflicts + ("" if shares == "-/-" else f" ({shares})"),
-        fmt(k["dram_throughput_pct"]),
+        fmt(k.dram_throughput_pct),
     )
+
+
+def profile_rows(summary: dict) -> list[tuple[str, ...]]:
+    """One row per launch of an ncu summary (`PROFILE_HEADERS`)."""
+    return [profile_row(k) for k in launches(summary)]
 
 
 def profile_facts(summary: dict) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """The per-launch table turned on its side, (headers, rows): one row per fact, one column
     per launch, for a narrow pane."""
-    columns = [profile_row(k) for k in summary["kernels"]]
+    columns = profile_rows(summary)
     headers = ("", *(f"#{c[0]}" for c in columns))
     rows = [(label, *(c[i] for c in columns)) for i, label in enumerate(PROFILE_HEADERS) if i]
     return headers, rows
@@ -220,7 +226,7 @@ def profile_facts(summary: dict) -> tuple[tuple[str, ...], list[tuple[str, ...]]
 
 def rule_rows(summary: dict) -> list[tuple[str, ...]]:
     """NVIDIA's rules that fired, largest estimated speedup first."""
-    rows = [(k["launch"], r) for k in summary["kernels"] for r in k["rules"]]
+    rows = [(k.launch, r) for k in launches(summary) for r in k.rules]
     rows.sort(key=lambda lr: -(lr[1].get("speedup_pct") or 0))
     out = []
     for launch, r in rows:
@@ -240,8 +246,8 @@ def rule_rows(summary: dict) -> list[tuple[str, ...]]:
 def hot_line_rows(summary: dict, per_launch: int = 6) -> list[tuple[str, ...]]:
     """The hottest source lines per launch: samples, the top stall, spill and shared excess."""
     out = []
-    for k in summary["kernels"]:
-        for h in k.get("hot_lines", [])[:per_launch]:
+    for k in launches(summary):
+        for h in (k.hot_lines or [])[:per_launch]:
             stalls = {
                 m.removeprefix("smsp__pcsamp_warps_issue_stalled_"): v
                 for m, v in h.items()
@@ -251,7 +257,7 @@ def hot_line_rows(summary: dict, per_launch: int = 6) -> list[tuple[str, ...]]:
             excess = h.get("derived__memory_l1_wavefronts_shared_excessive")
             out.append(
                 (
-                    str(k["launch"]),
+                    str(k.launch),
                     f"{os.path.basename(h['file'])}:{h['line']}",
                     _count(h.get("smsp__pcsamp_sample_count")),
                     f"{top} {_count(stalls[top])}" if top else "-",
