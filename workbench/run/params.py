@@ -20,7 +20,7 @@ class Params(Record):
     @classmethod
     def read(cls: type[P], kind: str, data: Mapping[str, Any]) -> P:
         """`data` as `cls`, or a typed error naming the keys that do not fit."""
-        names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+        names = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - names)
         try:
             if unknown:
