@@ -347,3 +347,17 @@ def test_the_four_gpu_measurement_gives_one_gpus_rows_and_the_readme_says_its_ra
     for run in (runs["gpus_2"], runs["gpus_4"], runs["killed"]):
         assert f"| {run['timings']['sweep_s']:.1f} s | {run['sweep_ratio']}x |" in readme
     assert f"{runs['ray_local_2']['sweep_vs_native']}x of the native pair" in readme
+
+
+def test_on_one_gpu_ray_costs_the_timing_phase_nothing_and_coordinate_finds_the_best_live():
+    """The H100 run of sweep_gpus.py --workload matmul3 --strategy: Ray's one actor times as
+    fast as the native worker, the same rows; coordinate descent, live, within 2 % of the
+    exhaustive best at every shape after a quarter of the space, as the README says."""
+    report = json.loads((FIXTURES / "sweep_gpus_h100x1.json").read_text())
+    ray, searched = report["runs"]["ray_local_1"], report["runs"]["coordinate"]
+    assert ray["complete"] and ray["same_as_one_gpu"]["same_configs"]
+    assert not ray["same_as_one_gpu"]["status_differs"] and ray["sweep_vs_native"] <= 1.05
+    readme = (ROOT / "README.md").read_text()
+    for shape in searched["against_exhaustive"].values():
+        assert shape["timed"] <= shape["of"] / 3.9 and shape["best_vs_exhaustive"] <= 1.02
+        assert f"{shape['best_vs_exhaustive']}x" in readme
