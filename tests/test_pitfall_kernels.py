@@ -183,21 +183,6 @@ def test_atomic_add_across_programs_shows_in_ttir():
     assert len(fixed) == 2 and not any("tt.atomic_rmw" in t for t in fixed)
 
 
-@pytest.mark.versions
-def test_an_fp16_row_sum_is_found_at_its_tl_sum_and_the_fp32_twin_is_clean():
-    from workbench.diagnosis.static import ir_findings
-    from workbench.ir.linemap import map_mlir
-
-    (ttir,) = _ttir("pitfall_half_sum", "float16")
-    (found,) = ir_findings(ttir, map_mlir(ttir), "", [])
-    assert (found.id, found.evidence["accumulator"]) == ("reduce-low-precision", "f16")
-    source = (PITFALLS / "pitfall_half_sum.py").read_text().splitlines()
-    assert found.file and found.file.endswith("pitfall_half_sum.py")
-    assert found.line and "tl.sum(x, axis=0)" in source[found.line - 1]
-    (fixed,) = _ttir("pitfall_half_sum_fixed", "float16")
-    assert ir_findings(fixed, map_mlir(fixed), "", []) == []
-
-
 # ---- on the GPU host (-m gpu) ------------------------------------------------------------------
 
 

@@ -214,17 +214,6 @@ PITFALLS: tuple[Pitfall, ...] = (
         ),
     ),
     Pitfall(
-        "reduce-low-precision",
-        "a reduction in fp16/bf16",
-        "tl.sum keeps a float input's type: every partial sum is rounded to fp16/bf16, the "
-        "error grows with the row's length",
-        "correctness",
-        ("compile_findings",),
-        "cast the tile to fp32 before the reduction (x.to(tl.float32), or tl.sum(x, dtype="
-        "tl.float32)) and round once at the store",
-        "Triton's tl.sum (_pick_sum_dtype widens only integers)",
-    ),
-    Pitfall(
         "forgot-constexpr",
         "forgot tl.constexpr",
         "tile sizes are runtime values: the compiler cannot vectorize or unroll",

@@ -126,8 +126,6 @@ _MEMOP = re.compile(r"\btt\.(load|store)\s+(?P<ops>[^:]*?)\s*:\s*(?P<ty>\S+)")
 _DEFINES = re.compile(r"^\s*(%[\w.#]+)\s*=\s*(tt\.dot|arith\.subi|arith\.truncf)\b")
 _TRUNC = re.compile(r"arith\.truncf\s+(%[\w.#]+)\s*:.*\bto\s+tensor<(?P<to>[^>]*)>")
 _ADDF = re.compile(r"arith\.addf\s+(%[\w.#]+),\s*(%[\w.#]+)\s*:\s*tensor<(?P<ty>[^>]*)>")
-_REDUCE = re.compile(r'"tt\.reduce"')
-_HALF_ADD = re.compile(r"arith\.addf\s+%[\w.#]+,\s*%[\w.#]+\s*:\s*(?P<ty>b?f16)\b")
 _SIGNED_DIV = re.compile(r"\barith\.(divsi|remsi)\s+(%[\w.#]+)\s*,")
 
 
@@ -151,9 +149,6 @@ def ir_findings(
     found: list[Finding] = []
     defined: dict[str, list[str]] = {"tt.dot": [], "arith.subi": [], "arith.truncf": []}
     rounded_dots: set[str] = set()
-    reduce_at = 0
-    """The line of the tt.reduce whose combine region is being read (its own line maps to the
-    kernel's tl.sum; the region's lines map into Triton's standard library)."""
 
     def add(n: int, id: str, title: str, severity: str, evidence: dict, fix: str) -> None:
         file, line = where.get(n, (None, None))
@@ -161,18 +156,6 @@ def ir_findings(
         found.append(Finding(id, title, severity, evidence, fix, file, line))
 
     for n, line in enumerate(ttir.splitlines(), 1):
-        if _REDUCE.search(line):
-            reduce_at = n
-        if reduce_at and (m := _HALF_ADD.search(line)):  # a scalar add: a combine region's
-            add(
-                reduce_at,
-                id="reduce-low-precision",
-                title=f"a reduction sums in {m.group('ty')}",
-                severity="high",
-                evidence={"accumulator": m.group("ty"), "ttir": "tt.reduce of arith.addf"},
-                fix=fix_text("reduce-low-precision"),
-            )
-            reduce_at = 0
         if m := _DEFINES.match(line):
             defined[m.group(2)].append(m.group(1))
         if (m := _TRUNC.search(line)) and m.group(1) in defined["tt.dot"]:
@@ -404,7 +387,6 @@ def merge(findings: Iterable[Finding]) -> list[Finding]:
     "register-spill",
     "low-occupancy",
     "accumulating-low-precision",
-    "reduce-low-precision",
     "fp32-dot-ieee",
     "tf32-mismatch",
     "reduction-across-blocks",
