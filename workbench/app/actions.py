@@ -169,15 +169,6 @@ def _compile(
     return replace(from_outcome("ir", outcome), action=action)
 
 
-def run_launches(
-    entry: KernelEntry, sel: Selection, on_event: OnEvent, cancel: threading.Event
-) -> Finished:
-    """`workbench launches NAME`: the functions and grids kernel_fn launches."""
-    params = build.launches_params(sel.dtype, sel.first_shape(entry))
-    outcome = start.job("launches", entry, params, TIMEOUT, on_event, cancel)
-    return from_outcome("launches", outcome)
-
-
 def run_bench(
     entry: KernelEntry, sel: Selection, on_event: OnEvent, cancel: threading.Event
 ) -> Finished:
@@ -346,7 +337,6 @@ RUNNERS: dict[str, Runner] = {
     "sweep": run_sweep,
     "profile": run_profile,
     "cache": run_cache,
-    "launches": run_launches,
     "diagnose": run_diagnose,
 }
 """Each command of `run.kinds.COMMANDS` as the app runs it."""

@@ -9,7 +9,7 @@ import os
 from workbench.catalog.discovery import KernelEntry
 from workbench.loop.gather import Options
 from workbench.profilers.session import Request
-from workbench.run.params import BenchParams, CheckParams, IrParams, LaunchesParams, SweepParams
+from workbench.run.params import BenchParams, CheckParams, IrParams, SweepParams
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import parse_settings
 from workbench.sweep import spread
@@ -49,10 +49,6 @@ def ir_params(
     for text in configs:
         parse_settings(text, "config")
     return IrParams(arch, configs, stages, dtype, shape, out, cross_check)
-
-
-def launches_params(dtype: str | None, shape: list[int] | None) -> LaunchesParams:
-    return LaunchesParams(dtype, shape)
 
 
 def sweep_params(

@@ -18,7 +18,7 @@ from workbench.views.text import escaped_output, print_json, print_problem
 
 COMMANDS = (
     "listing", "check", "history", "bench", "profile", "ir", "resources", "cache", "sweep",
-    "diagnose", "report", "launches",
+    "diagnose", "report",
 )  # fmt: skip
 """One module per command under workbench.cli, each with add_parser(sub) and run(args);
 imported when the parser is built, so opening the UI does not wait for them."""

@@ -8,9 +8,6 @@ the variants, so a result that disagrees with itself does not round-trip.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
-
-from workbench.runtime.records import Record
 
 
 @dataclass
@@ -78,23 +75,3 @@ class IrResult:
         d = {k: v for k, v in d.items() if k != "summary"}
         d["variants"] = [IrVariant(**v) for v in d["variants"]]
         return cls(**d)
-
-
-@dataclass(frozen=True)
-class LaunchRow(Record):
-    name: str
-    programs: int | None
-    """The grid's program count; None where the grid function fails on these arguments."""
-    tuned: bool
-
-
-@dataclass(frozen=True)
-class LaunchesResult(Record):
-    kernel: str
-    shape: list[int] | None
-    dtype: str | None
-    launches: list[LaunchRow] = field(default_factory=list)
-
-    @classmethod
-    def parsed_fields(cls, d: Any) -> dict[str, Any]:
-        return {"launches": [LaunchRow.from_dict(r) for r in d.get("launches") or []]}

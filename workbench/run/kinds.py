@@ -21,7 +21,6 @@ from workbench.run.params import (
     CacheParams,
     CheckParams,
     IrParams,
-    LaunchesParams,
     Params,
     ProfileParams,
     SweepParams,
@@ -58,12 +57,6 @@ KINDS: dict[str, Kind] = {
         ),
         Kind("profile-import", None),  # an ncu or nsys report read in (profile.json)
         Kind("cache", "workbench.cache.result:CacheReach", "workbench.cache.job:job", CacheParams),
-        Kind(
-            "launches",
-            "workbench.ir.result:LaunchesResult",
-            "workbench.ir.launches:job",
-            LaunchesParams,
-        ),
         Kind("diagnose", "workbench.diagnosis.facts:Diagnosis"),
         Kind("diagnose-try", None),  # `loop.trial.Trial.to_dict()`
     )
@@ -108,7 +101,6 @@ COMMANDS: dict[str, Command] = {
         Command(
             "profile", "profile under ncu (GPU)", "steps", ("profile",), PROFILE_KINDS, (), True
         ),
-        Command("launches", "launches of kernel_fn", "launches", ("launches",), ("launches",)),
         Command("cache", "read Triton's caches", "steps", ("cache",), (), ("cache",)),
         Command(
             "diagnose",

@@ -120,10 +120,3 @@ class CacheParams(Params):
     arch: int | None = None
     verify: bool = False
     """Time the cached choices again (GPU)."""
-
-
-@dataclass(frozen=True)
-class LaunchesParams(Params):
-    dtype: str | None = None
-    shape: list[int] | None = None
-    """None: the first check shape."""

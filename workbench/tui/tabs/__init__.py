@@ -97,7 +97,6 @@ TABS: tuple[Tab, ...] = (
         ),
     ),
     Tab("cache", "Cache", "cache", "CachePane", "k"),
-    Tab("launches", "Launches", "launches", "LaunchesPane", "l"),
     Tab("history", "History", "history", "HistoryPane", "h"),
 )
 
