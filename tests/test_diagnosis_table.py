@@ -12,7 +12,7 @@ import pytest
 from conftest import FIXTURES
 
 import workbench.diagnosis as diagnosis
-from workbench.diagnosis import diagnose_compile, pitfalls
+from workbench.diagnosis import diagnose_compile, pitfalls, static
 from workbench.diagnosis.registry import DETECTORS, detector, detectors
 from workbench.ir.facts import Compiled, CompileFacts
 from workbench.ir.linemap import StageMap
@@ -28,6 +28,9 @@ def test_every_row_has_a_detector_and_every_detector_a_row():
     assert len(detectors()) == len({id(fn) for fns in DETECTORS.values() for fn in fns})
     with pytest.raises(KeyError, match="not a row"):
         detector("no-such-pitfall")(lambda facts: [])
+    # the compile's findings come in under exactly the rows that say they read them
+    reading = {p.id for p in pitfalls.PITFALLS if "compile_findings" in p.facts}
+    assert reading == {id for id, fns in DETECTORS.items() if static.compile_facts in fns}
 
 
 def test_the_rows_the_brief_asks_for_are_there():

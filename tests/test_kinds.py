@@ -17,7 +17,7 @@ from workbench.app.actions import RUNNERS
 from workbench.catalog.discovery import discover
 from workbench.cli.history import KINDS as HISTORY_KINDS
 from workbench.report.sections import PARTS
-from workbench.run import jobs, kinds, store
+from workbench.run import jobs, kinds, machine, store
 from workbench.run.params import CheckParams, IrParams
 from workbench.tui.tabs import TABS
 
@@ -56,6 +56,18 @@ def test_every_tab_store_kind_and_report_part_maps_through_the_registry():
     assert HISTORY_KINDS["resources"] == ("ir",) and HISTORY_KINDS["profile"] == kinds.PROFILE_KINDS
     assert HISTORY_KINDS["diagnose"] == ("diagnose", "diagnose-try")
     assert kinds.for_tab("diagnosis").name == "diagnose"  # the tab and the command differ in name
+
+
+def test_list_names_every_command_of_the_registry(monkeypatch):
+    """What `list` says runs here (or needs a GPU) follows the registry: a command added there
+    is named without a second table."""
+    for name, gpu_only in (("anywhere", False), ("gpu-only", True)):
+        added = kinds.Command(name, name, "steps", ("check",), (), gpu_only=gpu_only)
+        monkeypatch.setitem(kinds.COMMANDS, name, added)
+    monkeypatch.setenv("WORKBENCH_DEVICE", "cpu")
+    here = machine.actions()
+    assert {c.name: not c.gpu_only for c in kinds.COMMANDS.values()}.items() <= here.items()
+    assert here["anywhere"] and not here["gpu-only"]
 
 
 def test_a_result_of_the_wrong_shape_from_a_child_is_a_typed_error(tmp_path, monkeypatch):

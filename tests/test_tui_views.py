@@ -19,7 +19,7 @@ from workbench.run.kinds import COMMANDS, read_result
 from workbench.run.params import BenchParams, CheckParams, IrParams, SweepParams
 from workbench.runtime.errors import WorkbenchError
 from workbench.tui import keymap
-from workbench.tui.tabs import TABS, pane_class
+from workbench.tui.tabs import TABS, Tab, pane_class
 from workbench.views import bench, irview, kernels
 from workbench.views.finished import problem_text
 
@@ -61,11 +61,21 @@ def test_tab_table_keys_reach_real_pane_methods_and_actions():
     assert gpu == {c.name for c in COMMANDS.values() if c.gpu_only} == {"bench", "profile"}
 
 
+def test_digits_reach_the_first_nine_tabs_and_a_tenth_has_its_letter(monkeypatch):
+    """No two-digit key, which no terminal sends and the help screen would list."""
+    tenth = Tab("tenth", "Tenth", "history", "HistoryPane", "e")
+    monkeypatch.setattr(keymap, "TABS", (*TABS, tenth))
+    keys = keymap.keymap()
+    assert [k.key for k in keys if k.key.isdigit()] == [str(n) for n in range(1, 10)]
+    assert any(k.key == "e" and k.action == "show_tab('tenth')" for k in keys)
+    assert keymap.bindings()
+
+
 def test_every_command_fills_tabs_that_exist_and_the_app_runs_it():
     ids = {t.id for t in TABS}
     for c in COMMANDS.values():
         assert c.tabs and set(c.tabs) <= ids, c.name
-    assert list(actions.RUNNERS) == list(COMMANDS)
+    assert set(actions.RUNNERS) == set(COMMANDS)  # in any order: the app looks them up
     assert {t.action for t in TABS if t.action} == set(COMMANDS)
 
 

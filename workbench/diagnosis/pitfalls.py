@@ -316,7 +316,7 @@ PITFALLS: tuple[Pitfall, ...] = (
         "TF32 vs IEEE",
         "an fp32 matmul off by TF32 rounding (rel. error 1e-4..1e-2) against an IEEE reference",
         "correctness",
-        ("check",),
+        ("compile_findings", "check"),
         "tl.dot rounds fp32 inputs to TF32 by default, as torch.mm does with allow_tf32: compare "
         "against a TF32 reference, or pass input_precision='ieee' where exact fp32 matters "
         "(3-8x slower)",

@@ -1,10 +1,9 @@
 """Static findings: facts read from resources, IR text and kernel source, for the diagnosis.
 
 Every detector is a pure function of text or numbers. Ids, thresholds and fixes are the pitfall
-table's rows (`diagnosis.pitfalls`): register-spill, low-occupancy, accumulating-low-precision,
-fp32-dot-ieee, reduction-across-blocks, no-boundary-mask, c-integer-division, forgot-constexpr,
-host-sync. The "ir" job kind runs them on the compile's facts (`ir.facts`, through
-`diagnose_compile`); `diagnose` reads what it found from `Facts.compile_findings`.
+table's rows (`diagnosis.pitfalls`), those whose facts name `compile_findings`. The "ir" job kind
+runs them on the compile's facts (`ir.facts`, through `diagnose_compile`); `diagnose` reads what
+it found from `Facts.compile_findings`, under those rows (`compile_facts`).
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from dataclasses import replace
 
 from workbench.diagnosis.facts import Facts
 from workbench.diagnosis.finding import SEVERITIES, Finding
-from workbench.diagnosis.pitfalls import fix_text, limit
+from workbench.diagnosis.pitfalls import PITFALLS, fix_text, limit
 from workbench.diagnosis.registry import detector
 from workbench.ir.linemap import Key, StageMap
 from workbench.ir.resources import Resources
@@ -383,19 +382,8 @@ def merge(findings: Iterable[Finding]) -> list[Finding]:
     return sorted(out.values(), key=lambda f: (order.get(f.severity, 9), f.id, f.line or 0))
 
 
-@detector(
-    "register-spill",
-    "low-occupancy",
-    "accumulating-low-precision",
-    "fp32-dot-ieee",
-    "tf32-mismatch",
-    "reduction-across-blocks",
-    "no-boundary-mask",
-    "c-integer-division",
-    "forgot-constexpr",
-    "host-sync",
-    "off-by-one-mask",
-)
+@detector(*(p.id for p in PITFALLS if "compile_findings" in p.facts))
 def compile_facts(facts: Facts) -> list[Finding]:
-    """What the "ir" job found in the compile (`diagnose_compile`), as the diagnosis's facts."""
+    """What the "ir" job found in the compile (`diagnose_compile`), as the diagnosis's facts:
+    registered under every row that reads `compile_findings`."""
     return [replace(f, evidence={**f.evidence, "source": "static"}) for f in facts.compile_findings]

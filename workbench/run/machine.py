@@ -5,18 +5,14 @@ from __future__ import annotations
 import os
 import shutil
 
-GPU_ACTIONS = ("bench", "profile", "cache verify", "diagnose --try")
-ANYWHERE_ACTIONS = (
-    "check",
-    "ir",
-    "resources",
-    "sweep",  # compiles and resources; timing needs a GPU
-    "diagnose",  # the facts this machine can gather
-    "cache",
-    "report",
-    "history",
-    "profile --import",
-)
+from workbench.run.kinds import COMMANDS
+
+STORE_ACTIONS = ("report", "history", "profile --import")
+"""Commands outside the registry (`run.kinds.COMMANDS`): they read the store, or a report, on
+any machine."""
+GPU_OPTIONS = ("cache verify", "diagnose --try")
+"""What needs a GPU in commands that run anywhere (`sweep` and `diagnose` gather what the
+machine gives)."""
 
 
 def has_gpu() -> bool:
@@ -37,8 +33,10 @@ def mode() -> str:
 
 
 def actions() -> dict[str, bool]:
+    """Every command of the registry and the others (`list` says which run here)."""
     gpu = has_gpu()
-    return {**{a: True for a in ANYWHERE_ACTIONS}, **{a: gpu for a in GPU_ACTIONS}}
+    found = {c.name: gpu or not c.gpu_only for c in COMMANDS.values()}
+    return {**found, **{a: True for a in STORE_ACTIONS}, **{a: gpu for a in GPU_OPTIONS}}
 
 
 def needs_gpu_message(action: str) -> str:

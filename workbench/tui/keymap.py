@@ -60,8 +60,8 @@ GLOBAL_KEYS: tuple[Key, ...] = (  # help first
 
 def keymap() -> list[Key]:
     """Every key: `?` first (it lists the rest: the footer never leaves it out), then the tabs'
-    own (they win where a key means something in a tab), then each tab's run key and number,
-    then the other global keys."""
+    own (they win where a key means something in a tab), then each tab's run key and number
+    (`1`-`9`: the first nine tabs), then the other global keys."""
     keys: list[Key] = [GLOBAL_KEYS[0]]
     for t in TABS:
         for k in t.keys:
@@ -79,6 +79,8 @@ def keymap() -> list[Key]:
             keys.append(Key(t.key, f"run({t.action!r})", t.title, what, gpu=gpu, id=t.action))
         else:
             keys.append(Key(t.key, f"show_tab({t.id!r})", t.title, f"show {t.title}", id=t.id))
+        if n > 9:  # a key is one digit: a tenth tab has its letter (and the tab bar) alone
+            continue
         keys.append(
             Key(str(n), f"show_tab({t.id!r})", t.title, f"show {t.title}", show=False, id=f"tab{n}")
         )
