@@ -326,7 +326,8 @@ def test_a_static_sweep_with_a_strategy_says_nothing_is_timed(tmp_path_factory):
 
 
 def test_rows_of_an_earlier_run_answer_what_they_timed():
-    light = {"status": "ok", "ms": 1.2, "stop": "light", "rounds": [{"samples": 3, "ms": 1.2}]}
+    round_ = {"samples": 3, "ms": 1.2, "p20": 1.1, "p80": 1.3, "timing_s": 0.01}  # as kept
+    light = {"status": "ok", "ms": 1.2, "stop": "light", "rounds": [round_]}
     assert _recorded(light, None) is None  # a light timing does not answer a full one
     assert _recorded(light, 3)["ms"] == 1.2 and _recorded(light, 9) is None
     full = {"status": "ok", "ms": 1.0, "stop": "precise", "check_s": 0.3}
