@@ -237,10 +237,10 @@ def test_light_timings_are_drawn_from_the_recorded_spread():
     light = [replay.evaluator(rec, seed)(rec.rows[0]["values"], 3)["ms"] for seed in range(40)]
     assert len(set(light)) > 30 and 0.9 < min(light) and max(light) < 1.1
     assert replay.evaluator(rec, 0)(rec.rows[0]["values"], None)["ms"] == 1.0
-    flat = replay.read(_table({(16, 8, 4): 1.0, (32, 8, 4): 1.01}), "t")
-    for row in flat.rows:
+    flat = _table({(16, 8, 4): 1.0, (32, 8, 4): 1.01})
+    for row in flat["rows"]:  # recorded without quantiles: read, explained and replayed
         row["p20"] = row["p80"] = None
-    report = replay.replay(flat, "t", ["halving"], Budget(), seeds=1)
+    report = replay.replay(replay.read(flat, "t"), "t", ["halving"], Budget(), seeds=1)
     assert any("replay exactly" in n for n in report["notes"])
 
 
@@ -326,7 +326,8 @@ def test_a_static_sweep_with_a_strategy_says_nothing_is_timed(tmp_path_factory):
 
 
 def test_rows_of_an_earlier_run_answer_what_they_timed():
-    light = {"status": "ok", "ms": 1.2, "stop": "light", "rounds": [{"samples": 3, "ms": 1.2}]}
+    round_ = {"samples": 3, "ms": 1.2, "p20": 1.1, "p80": 1.3, "timing_s": 0.01}  # as kept
+    light = {"status": "ok", "ms": 1.2, "stop": "light", "rounds": [round_]}
     assert _recorded(light, None) is None  # a light timing does not answer a full one
     assert _recorded(light, 3)["ms"] == 1.2 and _recorded(light, 9) is None
     full = {"status": "ok", "ms": 1.0, "stop": "precise", "check_s": 0.3}

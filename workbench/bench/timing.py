@@ -12,7 +12,7 @@ are `timing_rules` (pure, read by the UI process too).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from workbench.bench.timing_rules import quantiles, stop
 
@@ -32,9 +32,21 @@ def quantiles_ms(fn: Callable[[], object]) -> tuple[float, float, float]:
     return float(p50), float(p20), float(p80)
 
 
+class Timing(TypedDict):
+    """`adaptive_ms`'s figures, as a sweep row keeps them."""
+
+    ms: float
+    p20: float
+    p80: float
+    samples: int
+    calls: int
+    stop: str
+    """Why it stopped (`timing_rules.stop`), or "light": a timing of a set number of samples."""
+
+
 def adaptive_ms(
     fn: Callable[[], Any], best_ms: float | None = None, samples: int | None = None
-) -> dict:
+) -> Timing:
     """Median, p20, p80 ms of fn with L2 flushed before each call; samples until the median is
     known to PRECISION, the config is clearly slower than `best_ms`, or BUDGET_MS is spent.
     `samples`: a light timing of exactly that many (successive halving's first rounds)."""
@@ -68,4 +80,4 @@ def adaptive_ms(
             why = "light"
     p20, p50, p80 = quantiles(times)
     calls = WARMUP_CALLS + len(times)
-    return {"ms": p50, "p20": p20, "p80": p80, "samples": len(times), "calls": calls, "stop": why}
+    return Timing(ms=p50, p20=p20, p80=p80, samples=len(times), calls=calls, stop=why)

@@ -115,7 +115,7 @@ def gather(
         shapes = [list(shape)] if gpu and shape else None
         params = SweepParams(shapes=shapes, dtype=dtype, space="neighbours", time=False)
         rows = SweepResult.from_dict(job("sweep", params)).rows
-        facts.configs = rows
+        facts.configs = [dict(r) for r in rows]  # the diagnosis, below the sweep, reads dicts
         spill_free = sum(1 for r in rows if not (r.get("resources") or {}).get("spill_bytes"))
         return f"{len(rows)} configs compiled, {spill_free} without spills"
 

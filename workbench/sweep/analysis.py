@@ -13,6 +13,7 @@ from workbench.bench.timing_rules import NOISE
 from workbench.runtime.grammar import shape_text
 from workbench.sweep import model
 from workbench.sweep.buckets import key_buckets
+from workbench.sweep.row import SweepRow, timed_ms
 
 if TYPE_CHECKING:  # the result module reads its rows back through this one
     from workbench.sweep.result import SweepResult
@@ -20,7 +21,6 @@ if TYPE_CHECKING:  # the result module reads its rows back through this one
 RESULT_FILE = "sweep.json"
 """A sweep's rows as they land, in its run folder (what --resume reads)."""
 
-Row = dict
 NEAR_BEST = 0.05
 """The minimal set keeps every shape within 5 % of its best config."""
 LOW_OCCUPANCY = 25.0
@@ -43,22 +43,29 @@ def prune_reason(resources: dict | None, drop_spills: bool) -> str:
     return ""
 
 
-def within_noise(a: Row, b: Row) -> bool:
+def within_noise(a: SweepRow, b: SweepRow) -> bool:
     """Two timings closer than NOISE, or than their p20-p80 spreads, are not told apart."""
-    spread = ((a["p80"] - a["p20"]) + (b["p80"] - b["p20"])) / 2
-    return abs(a["ms"] - b["ms"]) <= max(NOISE * min(a["ms"], b["ms"]), spread)
+    spread = (_spread(a) + _spread(b)) / 2
+    a_ms, b_ms = timed_ms(a), timed_ms(b)
+    return abs(a_ms - b_ms) <= max(NOISE * min(a_ms, b_ms), spread)
 
 
-def by_shape(rows: Iterable[Row]) -> dict[str, list[Row]]:
-    out: dict[str, list[Row]] = {}
+def _spread(row: SweepRow) -> float:
+    """Its p20-p80 spread; 0 for a row without quantiles (NOISE alone tells it apart)."""
+    p20, p80 = row["p20"], row["p80"]
+    return 0.0 if p20 is None or p80 is None else p80 - p20
+
+
+def by_shape(rows: Iterable[SweepRow]) -> dict[str, list[SweepRow]]:
+    out: dict[str, list[SweepRow]] = {}
     for row in rows:
         out.setdefault(shape_text(row["shape"]), []).append(row)
     return out
 
 
-def ranked(rows: Iterable[Row]) -> list[Row]:
+def ranked(rows: Iterable[SweepRow]) -> list[SweepRow]:
     """Timed, correct rows, fastest first."""
-    return sorted((r for r in rows if r["status"] == TIMED), key=lambda r: r["ms"])
+    return sorted((r for r in rows if r["status"] == TIMED), key=timed_ms)
 
 
 @dataclass(frozen=True)
@@ -73,13 +80,15 @@ class Verdict:
     it gives a static reason)."""
 
 
-def explain(row: Row, best: Row | None, predicted: model.Prediction | None = None) -> str:
+def explain(row: SweepRow, best: SweepRow | None, predicted: model.Prediction | None = None) -> str:
     """One line: why this config failed, was pruned, or loses to `best`; `predicted` is the
     static model's view of it against the best (`model.compare`)."""
     return verdict(row, best, predicted).why
 
 
-def verdict(row: Row, best: Row | None, predicted: model.Prediction | None = None) -> Verdict:
+def verdict(
+    row: SweepRow, best: SweepRow | None, predicted: model.Prediction | None = None
+) -> Verdict:
     """`explain`'s line, its brief and the gap it leaves to a profile."""
     if row["status"] in FAILED or row["status"] in ("pruned", "skipped"):
         problem = row.get("problem") or {}
@@ -114,7 +123,7 @@ def verdict(row: Row, best: Row | None, predicted: model.Prediction | None = Non
         return Verdict("; ".join(said), ", ".join(tags) or "fits")
     if row is best:
         return Verdict("best", "best")
-    measured = row["ms"] / best["ms"]
+    measured = timed_ms(row) / timed_ms(best)
     slower = f"{100.0 * (measured - 1.0):.0f}% slower"
     if within_noise(row, best):
         return Verdict(
@@ -146,7 +155,7 @@ def verdict(row: Row, best: Row | None, predicted: model.Prediction | None = Non
     return Verdict(f"{text}: profile it (profile --pin)", "profile it", gap)
 
 
-def low_occupancy(row: Row, best: Row | None) -> bool:
+def low_occupancy(row: SweepRow, best: SweepRow | None) -> bool:
     """Occupancy below the best config's, or under LOW_OCCUPANCY when there is none: a matmul
     that wins at 12.5% does not lose to its neighbour for having 12.5% too."""
     occ = (row.get("resources") or {}).get("occupancy") or {}
@@ -158,7 +167,7 @@ def _said(reasons: Iterable[model.Reason]) -> str:
     return "; ".join(r.text for r in reasons)
 
 
-def minimal_set(rows: Iterable[Row], near: float = NEAR_BEST) -> list[str]:
+def minimal_set(rows: Iterable[SweepRow], near: float = NEAR_BEST) -> list[str]:
     """The fewest configs such that every shape has one within `near` of its best (exact search
     by set size; ties go to the set with the lowest summed time)."""
     shapes = {s: ranked(rs) for s, rs in by_shape(rows).items()}
@@ -169,8 +178,8 @@ def minimal_set(rows: Iterable[Row], near: float = NEAR_BEST) -> list[str]:
     times: dict[str, float] = {}
     for s, rs in shapes.items():
         for r in rs:
-            times[r["label"]] = times.get(r["label"], 0.0) + r["ms"] / rs[0]["ms"]
-            if r["ms"] <= rs[0]["ms"] * (1.0 + near):
+            times[r["label"]] = times.get(r["label"], 0.0) + timed_ms(r) / timed_ms(rs[0])
+            if timed_ms(r) <= timed_ms(rs[0]) * (1.0 + near):
                 covers.setdefault(r["label"], set()).add(s)
     # a config another covers as well at no more time is never needed: dropping it keeps the
     # search exact, and leaves a few candidates where many shapes gave hundreds
@@ -191,7 +200,7 @@ def minimal_set(rows: Iterable[Row], near: float = NEAR_BEST) -> list[str]:
     return []  # unreachable: each shape's best covers it
 
 
-def buckets(rows: Iterable[Row], near: float = NEAR_BEST) -> dict:
+def buckets(rows: Iterable[SweepRow], near: float = NEAR_BEST) -> dict:
     """Which shapes can share an autotune key bucket (`buckets.key_buckets`), from the rows'
     times over each shape's best."""
     ratios = {}
@@ -199,7 +208,7 @@ def buckets(rows: Iterable[Row], near: float = NEAR_BEST) -> dict:
         order = ranked(rs)
         if order:
             shape = tuple(order[0]["shape"])
-            ratios[shape] = {r["label"]: r["ms"] / order[0]["ms"] for r in order}
+            ratios[shape] = {r["label"]: timed_ms(r) / timed_ms(order[0]) for r in order}
     return key_buckets(ratios, near)
 
 
@@ -250,7 +259,7 @@ def summarize(result: SweepResult) -> SweepResult:
 
 
 def _predictions(
-    rows: list[Row], best: Row | None, prob: model.Problem, device: model.Device
+    rows: list[SweepRow], best: SweepRow | None, prob: model.Problem, device: model.Device
 ) -> dict[str, model.Prediction]:
     """Each compiled config's modelled time against the best's (the measured best, or in a
     static sweep the model's fastest), by label; none where the model has nothing to go on (no
@@ -266,7 +275,7 @@ def _predictions(
     return {label: model.compare(est, base) for label, est in estimates.items()}
 
 
-def _disagreement(triton: dict | None, best: Row | None, rows: list[Row]) -> str:
+def _disagreement(triton: dict | None, best: SweepRow | None, rows: list[SweepRow]) -> str:
     if not triton or not best or not triton.get("label"):
         return ""
     pick = next((r for r in rows if r["label"] == triton["label"]), None)
@@ -276,7 +285,7 @@ def _disagreement(triton: dict | None, best: Row | None, rows: list[Row]) -> str
         return f"Triton picked {pick['label']}, which this sweep recorded as {pick['status']}"
     if pick is best or within_noise(pick, best):
         return ""
-    slower = 100.0 * (pick["ms"] / best["ms"] - 1.0)
+    slower = 100.0 * (timed_ms(pick) / timed_ms(best) - 1.0)
     return (
         f"Triton's autotuner picked {pick['label']}, {slower:.0f}% slower than {best['label']} "
         "beyond noise: its own timing (or its pruning) misjudged this shape"

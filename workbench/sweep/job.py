@@ -43,6 +43,7 @@ from workbench.sweep.analysis import RESULT_FILE
 from workbench.sweep.pool import CompilePool
 from workbench.sweep.queue import WorkQueue
 from workbench.sweep.result import SweepResult
+from workbench.sweep.row import Check, ConfigAt, Round, SweepRow
 from workbench.sweep.space import Values
 from workbench.sweep.strategy import Budget
 
@@ -106,7 +107,7 @@ class Sweep:
         self.launches: dict[str, tuple[Launch, Any]] = {}
         self.benches: dict[str, dict] = {}
         self.best: dict[str, float] = {}
-        self.current: tuple[float, dict, int] | None = None
+        self.current: tuple[float, ConfigAt, int] | None = None
         self.emit: Emit = ctx.emit
         self.strategy = params.strategy
 
@@ -269,8 +270,8 @@ class Sweep:
         if future is None:
             self._search(item) if "search" in item else self._triton(item)
             return
-        row = item["row"]
-        row.update(self._compiled(future))
+        row: SweepRow = item["row"]
+        self._compiled(row, future)
         if self.timed and row["status"] == analysis.TIMED:
             base, tuner = self._launch(shape)
             started = time.perf_counter()
@@ -280,19 +281,21 @@ class Sweep:
             row["status"] = "static"
         self.emit({"event": "config", "id": item["id"], "row": row})
 
-    def _compiled(self, future: Future) -> dict:
+    def _compiled(self, row: SweepRow, future: Future) -> None:
+        """The compile's facts on the config's row: failed, pruned, or to be timed."""
         out = future.result()
         if out["problem"]:
-            return {"status": "failed", "problem": out["problem"], "compile_s": out["compile_s"]}
+            row.update(status="failed", problem=out["problem"], compile_s=out["compile_s"])
+            return
         space_name = self.params.space
         reason = analysis.prune_reason(out["resources"], drop_spills=space_name == "auto")
-        return {
-            "status": "pruned" if reason else analysis.TIMED,
-            "reason": reason,
-            "compile_s": out["compile_s"],
-            "hash": out["hash"],
-            "resources": out["resources"],
-        }
+        row.update(
+            status="pruned" if reason else analysis.TIMED,
+            reason=reason,
+            compile_s=out["compile_s"],
+            hash=out["hash"],
+            resources=out["resources"],
+        )
 
     def _bench(self, shape: Shape) -> dict:
         """The shape's inputs and references, made once per shape."""
@@ -312,7 +315,7 @@ class Sweep:
             self._add_time("inputs_s", time.perf_counter() - started)
         return self.benches[text]
 
-    def _time_row(self, row: dict, item: int, target: Any, samples: int | None = None) -> None:
+    def _time_row(self, row: SweepRow, item: int, target: Any, samples: int | None = None) -> None:
         """Check the config's output against the reference (once), then time it (`samples`: a
         light timing of that many); failures are rows. The seconds each part took are kept."""
         import torch
@@ -335,7 +338,9 @@ class Sweep:
                     torch.cuda.synchronize()
                     case = CaseResult("sweep", row["shape"], self.dtype or "as given", "contiguous")
                     compare(self.spec, case, out, bench["ref"], self.dtype, bench["wider"])
-                    row["check"] = {k: getattr(case, k) for k in ("max_abs_diff", "rel_l2", "bad")}
+                    row["check"] = Check(
+                        max_abs_diff=case.max_abs_diff, rel_l2=case.rel_l2, bad=case.bad
+                    )
                     row["check_s"] = round(time.perf_counter() - started, 4)
                     if case.status != "passed":
                         row.update(status="wrong", reason=f"wrong result: {case.reason}")
@@ -344,10 +349,11 @@ class Sweep:
                 started, part = time.perf_counter(), "timing_s"
                 best = self.best.get(text)
                 with gpu_lock.alone(self.ctx.device):
-                    row.update(adaptive_ms(call, best, samples))
+                    timing = adaptive_ms(call, best, samples)
+                row.update(**timing)
                 row["timing_s"] = round(time.perf_counter() - started, 4)
                 if samples is None:  # a light timing is too rough to stop others early
-                    self.best[text] = row["ms"] if best is None else min(best, row["ms"])
+                    self.best[text] = timing["ms"] if best is None else min(best, timing["ms"])
         except Exception as exc:  # noqa: BLE001 - a failing config is a row; the next one runs
             row[part] = round(time.perf_counter() - started, 4)
             problem = (
@@ -380,10 +386,10 @@ class Sweep:
             if future is not None:
                 futures[future] = config
         for future in as_completed(futures):
-            futures[future]["row"].update(self._compiled(future))
+            self._compiled(futures[future]["row"], future)
         fresh = {c["row"]["label"]: c for c in futures.values()}
         ids = {label: c["id"] for label, c in {**known, **fresh}.items()}
-        rows = []
+        rows: list[SweepRow] = []
         for values in _configs(self.params.space, tuner, base):
             label = space.key(values)
             config = fresh.get(label) or known.get(label)
@@ -407,7 +413,7 @@ class Sweep:
         count = 0
         target = tuner if tuner is not None else base.fn
 
-        def evaluate(values: Values, samples: int | None) -> dict:
+        def evaluate(values: Values, samples: int | None) -> SweepRow:
             nonlocal count
             row = by_label[space.key(values)]
             count += 1
@@ -421,8 +427,15 @@ class Sweep:
             self._time_row(row, ids.get(row["label"], -1), target, samples)
             self._add_time("timing_s", time.perf_counter() - started)
             if samples is not None or "rounds" in row:  # successive halving's rounds
-                kept = ("samples", "ms", "p20", "p80", "timing_s")
-                row.setdefault("rounds", []).append({k: row.get(k) for k in kept})
+                row.setdefault("rounds", []).append(
+                    Round(
+                        samples=row["samples"],
+                        ms=row["ms"],
+                        p20=row["p20"],
+                        p80=row["p80"],
+                        timing_s=row.get("timing_s"),
+                    )
+                )
             if row["label"] in ids:
                 self.emit({"event": "config", "id": ids[row["label"]], "row": row})
             return {**row, "check_s": 0.0 if checked else row.get("check_s")}
@@ -467,9 +480,9 @@ class Sweep:
     def _add_time(self, name: str, seconds: float) -> None:
         self.timings[name] = round(self.timings.get(name, 0.0) + seconds, 3)
 
-    def _running(self, row: dict, item: int) -> None:
+    def _running(self, config: ConfigAt, item: int) -> None:
         """Say which config runs now: what a death or the watchdog blames."""
-        self.current = (time.monotonic(), row, item)
+        self.current = (time.monotonic(), config, item)
         self.emit({"event": "running", "id": item})
 
     def _watch(self) -> None:
@@ -489,14 +502,17 @@ class Sweep:
                 os._exit(124)
 
 
-def _save(work: WorkQueue, file: Path, current: tuple[float, dict, int] | None) -> None:
+def _save(work: WorkQueue, file: Path, current: tuple[float, ConfigAt, int] | None) -> None:
     """sweep.json as it stands, naming the config running (what --resume blames if this process
     ends on it)."""
     record = work.record()
     if record is None:
         return
     if current is not None:
-        record.running = {k: current[1][k] for k in ("shape", "label", "values")}
+        config = current[1]  # a row, or Triton's pick: what names the config is kept
+        record.running = ConfigAt(
+            shape=config["shape"], label=config["label"], values=config["values"]
+        )
     tmp = file.with_suffix(".tmp")
     tmp.write_text(json.dumps(record.record(), default=str))
     tmp.replace(file)  # a killed process leaves the last whole file
@@ -518,7 +534,7 @@ def config_launch(base: Launch, values: Values, pre_hook: Any) -> Launch:
     return Launch(launch.fn, tuple(args), kwargs, launch.tuned, launch.grid)
 
 
-def _recorded(row: dict, samples: int | None) -> dict | None:
+def _recorded(row: SweepRow, samples: int | None) -> SweepRow | None:
     """The row's answer to a timing at `samples` (None: the full one) when it already holds it
     (this run's or the resumed run's): a failure, a timing of that many samples, or a full
     timing, which answers a light one too; else None."""
@@ -528,7 +544,16 @@ def _recorded(row: dict, samples: int | None) -> dict | None:
         return None
     done = [r for r in row.get("rounds", []) if r["samples"] == samples]
     if done:
-        return {**row, **done[0], "check_s": 0.0}
+        r = done[0]
+        return {
+            **row,
+            "samples": r["samples"],
+            "ms": r["ms"],
+            "p20": r["p20"],
+            "p80": r["p80"],
+            "timing_s": r["timing_s"],
+            "check_s": 0.0,
+        }
     return {**row, "check_s": 0.0} if row.get("stop") != "light" else None
 
 
@@ -614,7 +639,7 @@ def _launch_values(launch: Launch) -> Values:
     }
 
 
-def _row(shape: Shape, values: Values) -> dict:
+def _row(shape: Shape, values: Values) -> SweepRow:
     return {
         "shape": list(shape),
         "label": space.key(values),
@@ -632,14 +657,14 @@ def _row(shape: Shape, values: Values) -> dict:
     }
 
 
-def _blank(shape: Shape, values: Values, base: Launch, tuner: Any) -> dict:
+def _blank(shape: Shape, values: Values, base: Launch, tuner: Any) -> SweepRow:
     """A config's row before it runs; "launched" marks the config the kernel runs as written
     (an autotuned one's pick is not known here)."""
     launched = space.key(_launch_values(base)) if tuner is None else None
     return {**_row(shape, values), "launched": space.key(values) == launched}
 
 
-def _previous(path: str | None) -> dict[tuple[str, str], dict]:
+def _previous(path: str | None) -> dict[tuple[str, str], SweepRow]:
     """Finished rows of an earlier run by (shape, config); the config it was running when it
     ended becomes a "timeout" row, so the sweep goes on past it."""
     if not path:

@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass
 
 from workbench.ir.config import block_axis
+from workbench.sweep.row import SweepRow
 
 DEFAULT_SMS = 132
 """An H100 SXM's (and an H200's) SMs: the count where the sweep's GPU did not record its own."""
@@ -187,7 +188,7 @@ def wave_cost(tiles: int, sms: int, per_sm: int) -> float:
     return busiest / (tiles / sms)
 
 
-def estimate(row: dict, prob: Problem, dev: Device) -> Estimate | None:
+def estimate(row: SweepRow, prob: Problem, dev: Device) -> Estimate | None:
     """The model of one compiled config: a GEMM tile's, else its grid's waves, else None."""
     values = row.get("values") or {}
     res = row.get("resources") or {}

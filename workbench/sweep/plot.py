@@ -10,6 +10,7 @@ from typing import Any
 from workbench.ir.config import shared_values, short_legend, short_name
 from workbench.sweep import analysis
 from workbench.sweep.result import SweepResult
+from workbench.sweep.row import SweepRow, timed_ms
 
 MARKERS = {"spill": "S", "occupancy": "O", "failed": "X", "wrong": "W", "pruned": "P"}
 LEGEND = "S spills  O occupancy below the best's  X failed/timeout  W wrong result  P pruned"
@@ -29,13 +30,13 @@ COLUMNS = 3
 """Panels side by side once a sweep has more than COLUMNS shapes."""
 
 
-def names(rows: list[dict]) -> dict[str, str]:
+def names(rows: list[SweepRow]) -> dict[str, str]:
     """Each config's short name by label: what it does not share with the others (`BM128 w4`)."""
     shared = shared_values([r.get("values") for r in rows])
     return {r["label"]: short_name(r.get("values") or {}, shared) or r["label"] for r in rows}
 
 
-def shared_text(rows: list[dict]) -> str:
+def shared_text(rows: list[SweepRow]) -> str:
     """What every config shares, said once above their table or plot, and what the short names
     abbreviate."""
     configs = [r.get("values") for r in rows]
@@ -45,7 +46,7 @@ def shared_text(rows: list[dict]) -> str:
     return "; ".join(said + [legend] if legend else said)
 
 
-def marks(row: dict, best: dict | None) -> str:
+def marks(row: SweepRow, best: SweepRow | None) -> str:
     """The row's markers: spills and occupancy below `best`'s (`analysis.low_occupancy`), or
     why it has no time."""
     if row["status"] in ("failed", "timeout"):
@@ -56,7 +57,7 @@ def marks(row: dict, best: dict | None) -> str:
     return out + (MARKERS["occupancy"] if analysis.low_occupancy(row, best) else "")
 
 
-def status(row: dict, best: dict | None) -> str:
+def status(row: SweepRow, best: SweepRow | None) -> str:
     """The row's key in STATUS: what colours its bar (spills before low occupancy)."""
     if row["status"] in ("failed", "timeout", "pruned"):
         return "failed"
@@ -66,7 +67,7 @@ def status(row: dict, best: dict | None) -> str:
     return "spill" if MARKERS["spill"] in mark else "occupancy" if mark else "ok"
 
 
-def order(rows: list[dict]) -> list[dict]:
+def order(rows: list[SweepRow]) -> list[SweepRow]:
     """Fastest first, then the untimed: a static sweep's by the model's time (`model`), those
     the model cannot place last."""
     rest = [r for r in rows if r["status"] != analysis.TIMED]
@@ -74,18 +75,18 @@ def order(rows: list[dict]) -> list[dict]:
     return analysis.ranked(rows) + rest
 
 
-def bars(rows: list[dict], width: int = 40) -> list[str]:
+def bars(rows: list[SweepRow], width: int = 40) -> list[str]:
     """One line per config: its short name, a bar scaled to the slowest timed config, ms,
     markers; fastest first, then the untimed."""
     timed = analysis.ranked(rows)
-    top = max((r["ms"] for r in timed), default=1.0)
+    top = max((timed_ms(r) for r in timed), default=1.0)
     best = timed[0] if timed else None
     short = names(rows)
     name_w = max((len(n) for n in short.values()), default=0)
     lines = []
     for r in order(rows):
         if r["status"] == analysis.TIMED:
-            bar = "█" * max(1, round(width * r["ms"] / top))
+            bar = "█" * max(1, round(width * timed_ms(r) / top))
             value = f"{r['ms']:.4g} ms"
         else:
             bar, value = "", r["status"]
@@ -137,7 +138,7 @@ def figure(result: SweepResult) -> Any:
     return fig
 
 
-def _panel(ax: Any, result: SweepResult, shape: str, rows: list[dict], most: int) -> set[str]:
+def _panel(ax: Any, result: SweepResult, shape: str, rows: list[SweepRow], most: int) -> set[str]:
     """One shape's bars on `ax` (its `most` fastest, and Triton's pick); the statuses it
     coloured."""
     pick = (result.triton.get(shape) or {}).get("label")

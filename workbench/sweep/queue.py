@@ -31,6 +31,7 @@ from workbench.runtime.errors import Problem, fail
 from workbench.runtime.grammar import shape_text
 from workbench.sweep import analysis
 from workbench.sweep.result import SweepResult
+from workbench.sweep.row import SweepRow
 
 TRIES = 2
 """Worker deaths a config may be blamed for before it is recorded as crashing."""
@@ -48,7 +49,7 @@ class Item:
     id: int
     shape: list
     label: str
-    row: dict | None
+    row: SweepRow | None
     """The config's blank row (None: Triton's own pick, or a search, for the shape)."""
     kind: str = "config"
     """config | triton (Triton's own pick) | search (a strategy's search of the shape)."""
@@ -84,7 +85,7 @@ class WorkQueue:
         self.config_timeout = config_timeout
         self.items: list[Item] = []
         self.pending: deque[int] = deque()
-        self.rows: dict[int, dict] = {}
+        self.rows: dict[int, SweepRow] = {}
         self.picks: dict[int, dict] = {}
         """Triton's pick or a search's trace, by its item."""
         self.problems: dict[str, dict] = {}
@@ -188,7 +189,7 @@ class WorkQueue:
             if not heads:
                 return None
             order = [i for ids in self.shapes.values() for i in ids]
-            rows = [dict(self.rows[i]) for i in order if i in self.rows]
+            rows = [self.rows[i].copy() for i in order if i in self.rows]
             picks = {e["shape"]: e for e in self.loose_picks.values()} | {
                 shape_text(self.items[i].shape): p
                 for i, p in self.picks.items()
@@ -260,12 +261,12 @@ class WorkQueue:
             self.planned = True
             self.planner = None
 
-    def _add(self, shape: list, label: str, row: dict | None, kind: str) -> Item:
+    def _add(self, shape: list, label: str, row: SweepRow | None, kind: str) -> Item:
         item = Item(len(self.items), shape, label, row, kind)
         self.items.append(item)
         return item
 
-    def _done(self, worker: str, w: Worker, event: dict) -> None:
+    def _done(self, worker: str, w: Worker, event: dict[str, Any]) -> None:
         i = event["id"]
         if not 0 <= i < len(self.items):  # a row a search timed beyond this queue's configs
             return
@@ -283,10 +284,13 @@ class WorkQueue:
             self.strategy["shapes"][shape_text(item.shape)] = event["trace"]
             w.held -= {c for c in w.held if self.items[c].search == i}
         else:
-            row = self.rows[i] = {**event["row"], "worker": worker}
-            if row["status"] == analysis.TIMED and row.get("ms") and row.get("stop") != "light":
+            sent: SweepRow = event["row"]  # a row as the worker's event carried it
+            row: SweepRow = {**sent, "worker": worker}
+            self.rows[i] = row
+            ms = row["ms"]
+            if row["status"] == analysis.TIMED and ms and row.get("stop") != "light":
                 text = shape_text(item.shape)
-                self.best[text] = min(self.best.get(text) or row["ms"], row["ms"])
+                self.best[text] = min(self.best.get(text) or ms, ms)
             self._release_pick(shape_text(item.shape))
         w.done += 1
         if self.finished and self.finished_at is None:

@@ -24,8 +24,9 @@ from random import Random
 from workbench.runtime.errors import fail
 from workbench.sweep import analysis, strategy
 from workbench.sweep.result import SweepResult
+from workbench.sweep.row import SweepRow, timed_ms
 from workbench.sweep.space import Values, key
-from workbench.sweep.strategy import Budget, Evaluate, Row, Space, Trace
+from workbench.sweep.strategy import Budget, Evaluate, Space, Trace
 
 NEAR = 0.02
 """A pick within 2 % of the exhaustive best has found it."""
@@ -43,8 +44,8 @@ class Recorded:
     pruned), in the recorded order, and the best of them."""
 
     shape: str
-    rows: list[Row]
-    best: Row
+    rows: list[SweepRow]
+    best: SweepRow
     triton: str | None
     """Triton's pick, as recorded."""
     own: bool
@@ -130,32 +131,28 @@ def evaluator(rec: Recorded, seed: int) -> Evaluate:
     rows = {r["label"]: r for r in rec.rows}
     checked: set[str] = set()
 
-    def evaluate(values: Values, samples: int | None) -> Row:
+    def evaluate(values: Values, samples: int | None) -> SweepRow:
         row = rows[key(values)]
         first = row["label"] not in checked
         checked.add(row["label"])
-        out = {
-            "status": row["status"],
-            "ms": row["ms"],
-            "check_s": row.get("check_s") if first else 0.0,
-            "timing_s": row.get("timing_s"),
-        }
+        out: SweepRow = {**row, "check_s": row.get("check_s") if first else 0.0}
         if samples is not None and row["status"] == analysis.TIMED:
             out["ms"] = _light(row, samples, seed)
-            calls = row.get("calls")
-            if out["timing_s"] is not None and calls:
-                out["timing_s"] *= (calls - row["samples"] + samples) / calls
+            timing, calls = row.get("timing_s"), row.get("calls")
+            if timing is not None and calls:
+                out["timing_s"] = timing * (calls - row["samples"] + samples) / calls
         return out
 
     return evaluate
 
 
-def _light(row: Row, samples: int, seed: int) -> float:
-    if row.get("p20") is None or row.get("p80") is None:
-        return row["ms"]
-    sigma = (row["p80"] - row["p20"]) / SIGMA_SPAN
+def _light(row: SweepRow, samples: int, seed: int) -> float:
+    ms, p20, p80 = timed_ms(row), row["p20"], row["p80"]
+    if p20 is None or p80 is None:
+        return ms
+    sigma = (p80 - p20) / SIGMA_SPAN
     draw = Random(f"{seed}/{row['label']}/{samples}")  # the same draws whatever the order
-    return statistics.median(max(draw.gauss(row["ms"], sigma), 0.0) for _ in range(samples))
+    return statistics.median(max(draw.gauss(ms, sigma), 0.0) for _ in range(samples))
 
 
 def run(rec: Recorded, name: str, budget: Budget, seed: int) -> Trace:
@@ -166,8 +163,8 @@ def run(rec: Recorded, name: str, budget: Budget, seed: int) -> Trace:
 def to_near(trace: Trace, rec: Recorded) -> int | None:
     """Timings until the trace's pick is within NEAR of the exhaustive best (by the recorded
     times, whatever the light timings said); None: never."""
-    times = {r["label"]: r["ms"] for r in rec.rows if r["status"] == analysis.TIMED}
-    limit = rec.best["ms"] * (1.0 + NEAR)
+    times = {r["label"]: timed_ms(r) for r in rec.rows if r["status"] == analysis.TIMED}
+    limit = timed_ms(rec.best) * (1.0 + NEAR)
     return next((n for n, p in enumerate(trace.picks, 1) if p and times[p] <= limit), None)
 
 
@@ -229,8 +226,8 @@ def _stats(rec: Recorded, name: str, traces: list[Trace]) -> dict:
         for t, n in zip(traces, needed)
     ]
     share = math.ceil(SHARE * len(rec.rows))
-    times = {r["label"]: r["ms"] for r in rec.rows}
-    final = [times[t.pick] / rec.best["ms"] if t.pick else None for t in traces]
+    times = {r["label"]: timed_ms(r) for r in rec.rows}
+    final = [times[t.pick] / timed_ms(rec.best) if t.pick else None for t in traces]
     within = sum(n is not None and n <= share for n in needed)
     median = _rank(needed, 0.5)
     start = rec.start() if name == "coordinate" else None

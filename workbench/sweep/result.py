@@ -1,8 +1,8 @@
 """The sweep job's output, typed (pure: no torch, no triton).
 
-A row stays the dict the job emits per config (`sweep.analysis.Row`): the live events, the TUI
-and the views take it as is. The explained parts (each row's "why", "brief" and "model", the
-per-shape picks, the minimal set, the counts) are recomputed from the rows by
+A row stays the dict the job emits per config, typed (`sweep.row.SweepRow`): the live events,
+the TUI and the views take it as is. The explained parts (each row's "why", "brief" and
+"model", the per-shape picks, the minimal set, the counts) are recomputed from the rows by
 `analysis.summarize`, so `from_dict` takes only what the job recorded and a result that
 disagrees with itself does not round-trip.
 """
@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from workbench.sweep.analysis import summarize
+from workbench.sweep.row import ConfigAt, SweepRow
 
 EXPLAINED = ("shapes", "minimal_set", "buckets", "summary")
 """The keys `to_dict` adds to the recorded ones (recomputed on reading)."""
@@ -37,7 +38,7 @@ class SweepResult:
     shard: list[int] | None
     """The fixed share of the configs an older multi-GPU run gave this job; None since every
     worker pulls from one queue."""
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[SweepRow] = field(default_factory=list)
     triton: dict[str, dict] = field(default_factory=dict)
     """Shape -> Triton's own autotuner pick there (`sweep.tuner.triton_pick`)."""
     persisted: dict[str, list[dict]] = field(default_factory=dict)
@@ -48,7 +49,7 @@ class SweepResult:
     """Shape -> the kernel's integer arguments, the reference's FLOPs and the inputs' element
     size (`sweep.facts.problem`): what tells the model a GEMM and its M, N, K."""
     timings: dict[str, float] = field(default_factory=dict)
-    running: dict | None = None
+    running: ConfigAt | None = None
     """The config being timed (shape, label, values): what a killed run names for --resume."""
     complete: bool = False
     notes: list[str] = field(default_factory=list)

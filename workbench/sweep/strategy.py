@@ -7,8 +7,8 @@ samples to time them with: None for the full adaptive timing) and is sent back o
 in order. `search`
 drives it: it calls `evaluate(values, samples) -> row` for each config not timed yet at that
 fidelity (a repeated ask is answered from memory, free), stops at the budget, and keeps the trace.
-A row is the sweep's: `status` ("ok" when checked and timed), `ms`, and the seconds its check and
-timing took (`check_s`, `timing_s`), which a time budget counts.
+A row is the sweep's (`sweep.row.SweepRow`): `status` ("ok" when checked and timed), `ms`, and
+the seconds its check and timing took (`check_s`, `timing_s`), which a time budget counts.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from random import Random
 from typing import Any
 
 from workbench.runtime.errors import fail
+from workbench.sweep.row import SweepRow, timed_ms
 from workbench.sweep.space import Values, key
 
-Row = dict
 STRATEGIES = ("exhaustive", "random", "coordinate", "halving")
 DEFAULT_SHARE = 0.25
 """Without --budget, a strategy other than exhaustive times at most this share of the space."""
@@ -91,7 +91,7 @@ class Ask:
     """None: the full adaptive timing; else a light timing of that many samples."""
 
 
-Search = Generator[Ask, list[Row], None]
+Search = Generator[Ask, list[SweepRow], None]
 
 
 class Space:
@@ -158,7 +158,7 @@ def starts_from_triton(space: str | None) -> bool:
     return space not in (None, "own")
 
 
-def static_start(rows: list[Row], triton: str | None) -> tuple[str, str]:
+def static_start(rows: list[SweepRow], triton: str | None) -> tuple[str, str]:
     """(label, why) where coordinate descent starts: Triton's pick when it is in the space, else
     the config the static facts rank best (no spills, then the highest occupancy, then the
     space's order)."""
@@ -175,8 +175,8 @@ def static_start(rows: list[Row], triton: str | None) -> tuple[str, str]:
     return labels[best], "the static facts' best (no spills, highest occupancy)"
 
 
-def _ms(row: Row) -> float:
-    return row["ms"] if row.get("status") == "ok" and row.get("ms") is not None else math.inf
+def _ms(row: SweepRow) -> float:
+    return timed_ms(row) if row["status"] == "ok" else math.inf
 
 
 def exhaustive(space: Space, rng: Random, budget: Budget, start: int | None) -> Search:
@@ -302,7 +302,7 @@ class Trace:
             b.seconds
         )
 
-    def add(self, label: str, samples: int | None, row: Row) -> None:
+    def add(self, label: str, samples: int | None, row: SweepRow) -> None:
         ms = _ms(row)
         check, timing = row.get("check_s"), row.get("timing_s")
         seconds = None if timing is None else (check or 0.0) + timing
@@ -315,7 +315,7 @@ class Trace:
         self.picks.append(best if self._latest[best] < math.inf else None)
 
 
-Evaluate = Callable[[Values, int | None], Row]
+Evaluate = Callable[[Values, int | None], SweepRow]
 
 
 def search(
@@ -329,7 +329,7 @@ def search(
     """Run `strategy` over `space`, timing through `evaluate`, within `budget`."""
     trace = Trace(strategy, budget)
     steps = MAKERS[strategy](space, Random(seed), budget, space.index(start) if start else None)
-    memo: dict[tuple[int, int | None], Row] = {}
+    memo: dict[tuple[int, int | None], SweepRow] = {}
     try:
         ask = next(steps)
         while True:

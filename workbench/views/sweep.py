@@ -5,6 +5,7 @@ from __future__ import annotations
 from workbench.runtime.grammar import shape_text
 from workbench.sweep import analysis
 from workbench.sweep.plot import names, order
+from workbench.sweep.row import SweepRow
 from workbench.sweep.strategy import Budget
 from workbench.views.text import fmt, table
 
@@ -29,7 +30,7 @@ NARROW = ("#", "config", "ms", "vs best", "model", "why", "regs", "spill B", "oc
 whole one is said below the table), then the resources."""
 
 
-def rows_of(rows: list[dict], narrow: bool = False) -> list[tuple]:
+def rows_of(rows: list[SweepRow], narrow: bool = False) -> list[tuple]:
     """Table rows in `plot.order`, each config by its short name (`names`): the HEADERS with
     the whole explanation, or the NARROW ones with its brief (or the status of a row not yet
     explained: a live one)."""
@@ -40,13 +41,14 @@ def rows_of(rows: list[dict], narrow: bool = False) -> list[tuple]:
     for i, r in enumerate(ordered):
         res = r.get("resources") or {}
         occ = res.get("occupancy") or {}
+        ms, model = r.get("ms"), r.get("model")
         cells = {
             "#": i + 1 if r["status"] == analysis.TIMED else "-",
             "config": short[r["label"]],
             "status": r["status"],
-            "ms": fmt(r.get("ms"), 4),
-            "vs best": f"{r['ms'] / best:.2f}x" if best and r.get("ms") else "-",
-            "model": f"{r['model']:.2f}x" if r.get("model") else "-",
+            "ms": fmt(ms, 4),
+            "vs best": f"{ms / best:.2f}x" if best and ms else "-",
+            "model": f"{model:.2f}x" if model else "-",
             "regs": res.get("regs", "-"),
             "spill B": res.get("spill_bytes", "-"),
             "smem KB": f"{res['shared_bytes'] / 1024:.1f}" if "shared_bytes" in res else "-",
@@ -59,7 +61,7 @@ def rows_of(rows: list[dict], narrow: bool = False) -> list[tuple]:
     return out
 
 
-def _brief(row: dict) -> str:
+def _brief(row: SweepRow) -> str:
     """The row's brief; for a run recorded before briefs, its explanation up to the reasons
     (`25% slower`); for a live row, its status."""
     return row.get("brief") or row.get("why", "").split(":")[0] or row["status"]

@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Static
 
 from workbench.sweep import analysis, plot
 from workbench.sweep.result import SweepResult
+from workbench.sweep.row import SweepRow
 from workbench.sweep.space import autotune_snippet
 from workbench.tui.tabs.base import Pane, StartAction, rows_table
 from workbench.tui.widgets.plain import PlainStatic
@@ -30,7 +31,7 @@ class SweepPane(Pane):
             yield PlainStatic(id="sweep-notes")
 
     def on_mount(self) -> None:
-        self.rows: list[dict] = []
+        self.rows: list[SweepRow] = []
         """The table's rows as data, in its order."""
         self.names: dict[str, str] = {}
         self.dtype: str | None = None
@@ -42,7 +43,7 @@ class SweepPane(Pane):
     def add_event(self, event: dict) -> None:
         """Live: each config's row as it lands (unranked until the end)."""
         if event.get("event") == "config":
-            row = dict(event["row"])
+            row: SweepRow = event["row"].copy()
             self.rows.append(row)
             cells = rows_of([row], narrow=True)[0]
             self.query_one(DataTable).add_row("-", *cells[1:])  # ranked when the sweep ends
@@ -90,7 +91,7 @@ class SweepPane(Pane):
         name = self.names.get(row["label"], row["label"]) if row else ""
         self.query_one("#sweep-why", Static).update(Text(f"{name}: {why}" if why else ""))
 
-    def highlighted(self) -> dict | None:
+    def highlighted(self) -> SweepRow | None:
         """The sweep row under the table's cursor (what `n` profiles)."""
         row = self.query_one(DataTable).cursor_row
         return self.rows[row] if 0 <= row < len(self.rows) else None
