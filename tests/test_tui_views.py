@@ -348,3 +348,11 @@ def test_a_wrapped_line_breaks_at_words_under_its_own_indent():
         lines = wrap(evidence, width)
         assert all(len(line) <= width for line in lines)
         assert "".join(line.strip() for line in lines) == evidence.replace(" ", "")
+
+
+def test_a_finding_said_in_words_shows_its_words_not_a_detail_key():
+    from workbench.views.diagnosis import evidence_text
+
+    said = evidence_text({"detail": "key=['BLOCK_N']; n_cols varies", "bytes": 4096, "remove": []})
+    assert said == "key=['BLOCK_N']; n_cols varies, bytes=4096"
+    assert evidence_text({"regs": 255, "spill_bytes": None}) == "regs=255"

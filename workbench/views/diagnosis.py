@@ -44,12 +44,16 @@ def where(f: Finding) -> str:
 
 
 def evidence_text(evidence: dict[str, Any]) -> str:
+    """The evidence's values as `name=value`; a finding said in words (the cache doctor's
+    `detail`) comes first, as it is."""
+    said = [str(evidence["detail"])] if evidence.get("detail") else []
     parts = [
         f"{k}={fmt(v)}"
         for k, v in evidence.items()
-        if k not in EVIDENCE_SKIP and v not in (None, "") and not isinstance(v, (dict, list))
-    ]
-    return ", ".join(parts)
+        if k not in EVIDENCE_SKIP and k != "detail" and v not in (None, "")
+        and not isinstance(v, (dict, list))
+    ]  # fmt: skip
+    return ", ".join(said + parts)
 
 
 def alternatives_table(f: Finding) -> str | None:
