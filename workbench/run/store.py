@@ -218,6 +218,22 @@ def record_run(
     return None
 
 
+def _write_ahead(conn: sqlite3.Connection, timeout: float) -> None:
+    """WAL mode, which the database keeps once set. Switching to it takes a lock that SQLite does
+    not wait for (the busy timeout does not cover it): processes that open a new database at
+    once find it locked, so a locked switch is tried again until `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
 class Store:
     timeout = 60.0
     """Seconds a write waits for another process's transaction before it is refused."""
@@ -231,7 +247,7 @@ class Store:
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, timeout=self.timeout)
-            conn.execute("PRAGMA journal_mode=WAL")
+            _write_ahead(conn, self.timeout)
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.executescript(SCHEMA)
         except (sqlite3.Error, OSError) as exc:
