@@ -56,8 +56,8 @@ class Item:
     search: int | None = None
     """A config's search item, when a strategy times the shape."""
     strikes: int = 0
-    text: str = ""
-    """The shape as text (set on creation): what workers are matched to."""
+    text: str = field(init=False)
+    """The shape as text: what workers are matched to."""
 
     def __post_init__(self) -> None:
         self.text = shape_text(self.shape)
