@@ -368,27 +368,46 @@ TOO_LARGE_REMEDY = (
 
 
 def make_inputs(make: Callable[[str], Any], what: str, device: str, copies: int = 1) -> Any:
-    """`make(device)`, refused before any allocation when the tensors it would make, `copies`
-    times over (guarded copies beside the originals), exceed the memory `available_bytes`
-    finds; an allocator that gives out anyway is turned into the same message."""
-    need = measured_on_meta(make)
-    have = available_bytes(device)
-    if need is not None and have is not None and need * copies > have[0]:
-        twice = (
-            f" ({copies} times their size: guarded, strided and the reference's wider copies "
-            "beside them)"
-            if copies > 1
-            else ""
-        )
-        raise _too_large(f"{what} need {size_text(need * copies)}{twice}", have)
+    """`make(device)`, refused when the tensors it makes, `copies` times over (guarded copies
+    beside the originals), exceed the memory `available_bytes` finds; an allocator that gives
+    out is turned into the same message.
+
+    Host memory is weighed on the meta device before anything is allocated: an overcommitted
+    host may kill the process rather than fail an allocation. A GPU's allocator fails cleanly,
+    so there the originals are made first and the copies weighed against what is left: the
+    meta device's first use in a process imports torch's reference ops, 6.5 s on the GPU host
+    (the first capture of every sweep worker, every check's first case)."""
+    gpu = device.startswith("cuda")
+    if not gpu:
+        _refuse(measured_on_meta(make), copies, available_bytes(device), what)
     try:
-        return make(device)
+        made = make(device)
     except (torch.OutOfMemoryError, MemoryError) as exc:
-        raise _too_large(f"{what} did not fit ({type(exc).__name__})", have) from exc
+        raise _too_large(
+            f"{what} did not fit ({type(exc).__name__})", available_bytes(device)
+        ) from exc
     except RuntimeError as exc:
         if "can't allocate memory" not in str(exc):
             raise
-        raise _too_large(f"{what} did not fit ({str(exc).splitlines()[0][:200]})", have) from exc
+        said = f"{what} did not fit ({str(exc).splitlines()[0][:200]})"
+        raise _too_large(said, available_bytes(device)) from exc
+    if gpu and copies > 1:
+        need, left = tensor_bytes(made), available_bytes(device)
+        _refuse(need, copies, left and (left[0] + need, left[1]), what)
+    return made
+
+
+def _refuse(need: int | None, copies: int, have: tuple[int, str] | None, what: str) -> None:
+    """Raise inputs-too-large when `need` bytes, `copies` times over, exceed `have`."""
+    if need is None or have is None or need * copies <= have[0]:
+        return
+    twice = (
+        f" ({copies} times their size: guarded, strided and the reference's wider copies "
+        "beside them)"
+        if copies > 1
+        else ""
+    )
+    raise _too_large(f"{what} need {size_text(need * copies)}{twice}", have)
 
 
 def _too_large(said: str, have: tuple[int, str] | None) -> Exception:
