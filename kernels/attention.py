@@ -51,10 +51,13 @@ def _shape(c: triton.Config) -> tuple[int, int, int, int]:
 def _prune(configs: list[triton.Config], named_args: dict, **kwargs: object) -> list[triton.Config]:
     """The tiles that fit the dtype and head_dim. Short sequences are launch-bound: the smallest
     tile, untimed, one compile per shape. A 128 x 64 tile on 4 warps spills its accumulator at
-    head_dim 128."""
+    head_dim 128. Causal tiles need BLOCK_N <= BLOCK_M: the diagonal block is stepped through
+    in BLOCK_N pieces (a sweep of the `auto` space found every wider one wrong)."""
     wide = int(kwargs.get("HEAD_DIM", 0)) >= 128  # type: ignore[call-overload]
     q = named_args.get("q_ptr")
     fp32_wide = wide and q is not None and q.element_size() == 4
+    if kwargs.get("CAUSAL"):
+        configs = [c for c in configs if c.kwargs["BLOCK_N"] <= c.kwargs["BLOCK_M"]] or configs
     fit = [c for c in configs if (_shape(c) in _FP32_WIDE) == fp32_wide] or configs
     if named_args["S"] <= 256:
         return fit[-1:]

@@ -257,6 +257,23 @@ def test_configs_the_kernels_own_prune_drops_are_shown_pruned_not_compiled():
     assert rows[256]["status"] == rows[512]["status"] == "static"
 
 
+@pytest.mark.versions
+def test_the_kernels_own_prune_also_drops_configs_of_a_generated_space(tmp_path):
+    """A generated space may hold configs the kernel says it cannot run (its early_config_prune):
+    they are shown pruned by the kernel, not compiled, checked and called wrong."""
+    path = str(FIXTURES / "sweep_pruned.py")
+    space = tmp_path / "space.json"
+    space.write_text(json.dumps([{"BLOCK": b, "num_warps": 4} for b in (128, 1024, 2048)]))
+    out = cli("sweep", "sweep_pruned", "--path", path, "--space", str(space), "--json",
+              env={"WORKBENCH_DEVICE": "cpu"})  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    rows = {r["values"]["BLOCK"]: r for r in json.loads(out.stdout)["result"]["rows"]}
+    for block in (1024, 2048):
+        assert rows[block]["status"] == "pruned", rows[block]
+        assert "prune_configs_by" in rows[block]["reason"] and rows[block]["resources"] is None
+    assert rows[128]["status"] == "static"
+
+
 @triton.jit
 def _l2_norm_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)

@@ -109,7 +109,7 @@ def test_the_autotuner_reads_as_the_sweep_reads_it():
         {"BLOCK": 128, "num_warps": 4, "num_stages": 2},
         {"BLOCK": 256, "num_warps": 8, "num_stages": 3, "maxnreg": 128},
     ]
-    dropped, note = job._tuner_prunes(tuner, base, values)
+    dropped, note = job._tuner_prunes(tuner, base, values, own=True)
     assert note == "" and list(dropped) == ["BLOCK=32,num_warps=1,num_stages=3"]
     with compat.pinned(tuner, {"BLOCK": 64}, {"num_warps": 2}):
         assert [c.all_kwargs() for c in tuner.configs] == [

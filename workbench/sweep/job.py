@@ -206,7 +206,7 @@ class Sweep:
             base, tuner = self._launch(shape)
             configs = _configs(self.params.space, tuner, base)
             own = self.params.space == "own"
-            dropped, note = _tuner_prunes(tuner, base, configs) if own else ({}, "")
+            dropped, note = _tuner_prunes(tuner, base, configs, own)
             notes = [note] if note else []
             if self.timed and tuner is not None and not pick:
                 notes.append("Triton's own pick was not run (--no-triton-pick)")
@@ -602,27 +602,38 @@ def _configs(name: str, tuner: Any, base: Launch) -> list[Values]:
     return space.from_file(name)
 
 
-def _tuner_prunes(tuner: Any, base: Launch, configs: list[Values]) -> tuple[dict[str, str], str]:
-    """(label -> why, note): the configs the kernel's own `prune_configs_by` (early_config_prune,
-    perf_model with top_k) drops for these arguments, since Triton would never run them here;
-    the note says when the hook could not run (one that needs a GPU, say) and all were kept."""
-    if tuner is None or not (tuner.early_config_prune or tuner.perf_model):
+def _tuner_prunes(
+    tuner: Any, base: Launch, configs: list[Values], own: bool
+) -> tuple[dict[str, str], str]:
+    """(label -> why, note): the configs the kernel's own `prune_configs_by` drops for these
+    arguments, since Triton would never run them here: for its own configs its early_config_prune
+    and perf_model with top_k; for any other space the early_config_prune alone, which says what
+    the kernel can run at all (a perf model's top_k ranks the kernel's list, not a generated one).
+    The note says when the hook could not run (one that needs a GPU, say) and all were kept."""
+    if tuner is None or not (tuner.early_config_prune or (own and tuner.perf_model)):
         return {}, ""
+    from triton import Config
+
     names = list(tuner.arg_names)
     nargs = {
         **dict(zip(names, base.args)),
         **{k: base.kwargs[k] for k in names if k in base.kwargs},
     }
-    saved = getattr(tuner, "nargs", None)
+    saved = getattr(tuner, "nargs", None), tuner.configs, tuner.perf_model
     tuner.nargs = nargs  # what Autotuner.run sets before it prunes
+    if not own:
+        hook = tuner.configs[0].pre_hook if tuner.configs else None
+        tuner.configs = [Config(c, pre_hook=hook, **o) for c, o in map(split_options, configs)]
+        tuner.perf_model = None
+    candidates = tuner.configs  # the pruned list holds the same objects
     try:
-        kept = {space.key(_values_of(c)) for c in tuner.prune_configs({})}
+        kept = {id(c) for c in tuner.prune_configs({})}
     except Exception as exc:  # noqa: BLE001 - the hook failed here: sweep every config
         return {}, f"prune_configs_by raised {type(exc).__name__}: {exc}; every config swept"
     finally:
-        tuner.nargs = saved
+        tuner.nargs, tuner.configs, tuner.perf_model = saved
     why = "dropped by the kernel's prune_configs_by for these arguments"
-    return {space.key(v): why for v in configs if space.key(v) not in kept}, ""
+    return {space.key(v): why for v, c in zip(configs, candidates) if id(c) not in kept}, ""
 
 
 def _values_of(config: Any) -> Values:
