@@ -63,8 +63,14 @@ class Placement:
 
     @property
     def headroom(self) -> float | None:
-        """The most a fix to the kernel itself can save, as a share of its time."""
-        return None if self.ratio is None else max(0.0, 1.0 - self.ratio)
+        """The most a fix to the kernel itself can save, as a share of its time: what it lacks
+        of the ceiling, and no more than it lacks of a copy of its own bytes where the bench
+        timed one (no kernel of this size moves them faster)."""
+        if self.ratio is None:
+            return None
+        vs_copy = self.figures.get("vs_copy")
+        left = 1.0 - self.ratio if vs_copy is None else min(1.0 - self.ratio, 1.0 - vs_copy)
+        return max(0.0, left)
 
     @property
     def near_peak(self) -> bool:
@@ -75,7 +81,8 @@ class Placement:
         """ "at 0.79x of copy bandwidth"."""
         if self.ratio is None:
             return "latency-bound: no unit near its peak"
-        return f"at {self.ratio:.2f}x of {self.ceiling}"
+        size = size_copy_text(self.figures) if self.bound == "memory" else ""
+        return f"at {self.ratio:.2f}x of {self.ceiling}" + (f"; {size}" if size else "")
 
     @property
     def text(self) -> str:
@@ -93,17 +100,15 @@ class Placement:
     def detail(self) -> str:
         f = self.figures
         if self.source == "bench":
-            memory = self.bound == "memory"
             rate = (
                 f"{f['gbps']:.0f} of {f['copy_gbps']:.0f} GB/s"
-                if memory and f.get("gbps")
+                if self.bound == "memory" and f.get("gbps")
                 else f"{f['tflops']:.0f} of {f['matmul_tflops']:.0f} TFLOP/s"
                 if f.get("tflops")
                 else ""
             )
-            size = size_copy_text(f) if memory else ""
             return "; ".join(
-                x for x in (", ".join(filter(None, (f.get("case"), rate, size))), _why(f)) if x
+                x for x in (", ".join(filter(None, (f.get("case"), rate))), _why(f)) if x
             )
         units = (("DRAM", "dram_pct"), ("SM", "sm_pct"), ("memory", "memory_pct"))
         return ", ".join(f"{name} {f[key]:.0f}%" for name, key in units if f.get(key) is not None)
@@ -324,26 +329,22 @@ def far_from_peak(facts: Facts) -> list[Finding]:
     evidence = {"source": placed.source, "ratio": round(placed.ratio, 3), **placed.figures}
     evidence |= {"threshold": threshold, "measured": placed.detail}
     unflopped = placed.source == "bench" and placed.figures.get("flops") is None
-    size = size_copy_text(placed.figures)
-    vs_copy = placed.figures.get("vs_copy")
-    # no kernel of this size beats a copy of its bytes: what it can gain stops there
-    gain = placed.headroom
-    if vs_copy is not None and gain is not None:
-        gain = max(0.0, min(gain, 1.0 - vs_copy))
     found = Finding(
         id="memory-far-from-peak",
         title=f"memory-bound {placed.short}: the bytes move at {placed.ratio:.0%} of what a "
-        "copy reaches" + (f"; {size}" if size else "") + (NO_FLOPS if unflopped else ""),
+        "copy reaches" + (NO_FLOPS if unflopped else ""),
         severity="high" if placed.ratio < threshold / 2 else "medium",
         evidence=evidence,
         fix=fix_text("memory-far-from-peak", evidence),
-        gain=gain,
+        gain=placed.headroom,
     )
+    vs_copy = placed.figures.get("vs_copy")
     if vs_copy is not None and vs_copy >= AS_FAST_AS_COPY:
         why = (
-            f"{size}, and the kernel takes {1 / vs_copy:.2f}x that copy's time: it moves its "
-            "bytes as fast as a copy of this size; the distance from copy bandwidth is the "
-            "input's size (launch, ramp-up, tail), not the kernel; time it at a larger input"
+            f"{size_copy_text(placed.figures)} of copy bandwidth, and the kernel takes "
+            f"{1 / vs_copy:.2f}x that copy's time: it moves its bytes as fast as a copy of this "
+            "size; the distance is the input's size (launch, ramp-up, tail), not the kernel; "
+            "time it at a larger input"
         )
         found = demoted(found, why)
     return [found]
