@@ -185,12 +185,16 @@ class CaseTimer:
 
     def size_copy_ms(self, nbytes: float | None) -> float | None:
         """Median ms of a device-to-device copy moving `nbytes` (half read, half written), timed
-        as the kernel is; None without a byte count."""
+        as the kernel is; None without a byte count, or when the copy's buffers do not fit beside
+        the case's inputs (the kernel's own timings are kept)."""
         each = metrics.copy_each_way(nbytes)
         if each is None:
             return None
         if each not in self.copies:
-            self.copies[each] = copy_ms(each, self.device, self.l2_bytes)
+            try:
+                self.copies[each] = copy_ms(each, self.device, self.l2_bytes)
+            except torch.cuda.OutOfMemoryError:
+                return None
         return self.copies[each]
 
 

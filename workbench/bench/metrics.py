@@ -15,7 +15,8 @@ INPUTS_OUTPUTS = "inputs+outputs"
 """The fewest bytes a call can move: its inputs' distinct storage read once, its outputs
 written once."""
 COPY_ALIGN = 16
-"""A same-size copy moves whole 16-byte vectors, as the widest loads and stores do."""
+"""A same-size copy moves whole 16-byte vectors: the copy's widest loads and stores, with no
+narrower tail to time."""
 
 
 @dataclass(frozen=True)

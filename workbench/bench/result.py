@@ -108,9 +108,10 @@ class BenchRecord(Record):
     size_copy_ms: float | None = None
     """Median ms of a device-to-device copy of the case's bytes, timed as the kernel is."""
     vs_copy: float | None = None
-    """size_copy_ms / ms: 1.0 moves the bytes as fast as a plain copy of the same size; where
-    `roofline_ratio` falls short of it, the input's size (launch, ramp-up, tail) costs the
-    difference, not the kernel. None before it was measured, or without a byte count."""
+    """size_copy_ms / ms: 1.0 moves the bytes as fast as a plain copy of the same size. Where
+    that copy itself falls short of the copy ceiling (launch, ramp-up, tail at a small size),
+    so does `roofline_ratio`, and this says how much of the gap is the kernel's. None in results
+    stored before it was measured, and without a byte count."""
     reason: str | None = None
     problem: dict | None = None
     launch: dict | None = None
