@@ -4,8 +4,9 @@ For each shape and dtype: the correctness check `check` runs, at that shape; the
 time from `triton.testing.do_bench` (which flushes L2 before every call) on random inputs,
 rotated among several sets when one set fits in L2; GB/s and TFLOP/s from the spec's byte and
 FLOP model, or else from the reference's counted FLOPs and its inputs and outputs (`work`); the
-fraction of the measured roofline; and the speedup over the eager reference and over
-`torch.compile` of it.
+fraction of the measured roofline; the time of a device-to-device copy of the same bytes, timed
+the same way (what a kernel of this size can reach at best); and the speedup over the eager
+reference and over `torch.compile` of it.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from workbench.bench import ceilings, work
+from workbench.bench import ceilings, metrics, work
 from workbench.bench.launches import launch_facts
 from workbench.bench.metrics import Timings
 from workbench.bench.result import (
@@ -129,6 +130,9 @@ class CaseTimer:
     """Also time torch.compile of the reference."""
     launches: bool = False
     """Also time one call eagerly and replayed from one CUDA graph."""
+    copies: dict[int, float] = field(default_factory=dict, compare=False)
+    """Bytes each way -> median ms of a copy of them: timed once per size in a run, as many
+    cases share one."""
 
     def measure(self, shape: Shape, dtype: str | None, seed: int) -> Sample:
         """The check at this shape and, when it passes, the timings (on the GPU)."""
@@ -174,9 +178,24 @@ class CaseTimer:
                 bytes_source=cost.bytes_source,
                 flops_source=cost.flops_source,
                 input_dtype=str(floats).removeprefix("torch.") if floats and not tdtype else None,
+                size_copy_ms=self.size_copy_ms(cost.bytes),
             )
             launch = launch_facts(spec, sets[0], dtype) if self.launches else None
         return Sample(checked, timings, note=note, launch=launch)
+
+    def size_copy_ms(self, nbytes: float | None) -> float | None:
+        """Median ms of a device-to-device copy moving `nbytes` (half read, half written), timed
+        as the kernel is; None without a byte count, or when the copy's buffers do not fit beside
+        the case's inputs (the kernel's own timings are kept)."""
+        each = metrics.copy_each_way(nbytes)
+        if each is None:
+            return None
+        if each not in self.copies:
+            try:
+                self.copies[each] = copy_ms(each, self.device, self.l2_bytes)
+            except torch.cuda.OutOfMemoryError:
+                return None
+        return self.copies[each]
 
 
 def input_sets(
@@ -185,10 +204,29 @@ def input_sets(
     """Fresh random input sets: one, or enough to span L2_SPAN x L2 when one set fits in L2."""
     first = tuple(spec.make_inputs(shape, tdtype, device))
     size = sum(a.nbytes for a in first if isinstance(a, torch.Tensor))
-    count = 1
-    if 0 < size < l2_bytes:
-        count = min(MAX_INPUT_SETS, math.ceil(L2_SPAN * l2_bytes / size))
+    count = set_count(size, l2_bytes)
     return [first] + [tuple(spec.make_inputs(shape, tdtype, device)) for _ in range(count - 1)]
+
+
+def set_count(size: int, l2_bytes: int) -> int:
+    """How many sets of `size` bytes to rotate: one, or enough to span L2_SPAN x L2 when one
+    fits in L2."""
+    if 0 < size < l2_bytes:
+        return min(MAX_INPUT_SETS, math.ceil(L2_SPAN * l2_bytes / size))
+    return 1
+
+
+def copy_ms(each: int, device: str, l2_bytes: int) -> float:
+    """Median ms of `dst.copy_(src)` on `each` random bytes, rotated among source and
+    destination pairs as the kernel's input sets are."""
+    pairs = [
+        (
+            torch.empty(each, dtype=torch.uint8, device=device),
+            torch.randint(0, 256, (each,), dtype=torch.uint8, device=device),
+        )
+        for _ in range(set_count(each, l2_bytes))
+    ]
+    return time_rotating(torch.Tensor.copy_, pairs)[0]
 
 
 def time_rotating(fn: Callable[..., Any], sets: list[tuple]) -> tuple[float, float, float]:

@@ -14,6 +14,9 @@ FLOP_COUNTER = "flop-counter"
 INPUTS_OUTPUTS = "inputs+outputs"
 """The fewest bytes a call can move: its inputs' distinct storage read once, its outputs
 written once."""
+COPY_ALIGN = 16
+"""A same-size copy moves whole 16-byte vectors: the copy's widest loads and stores, with no
+narrower tail to time."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,8 @@ class Timings:
     flops_source: str | None = None
     input_dtype: str | None = None
     """The timed inputs' floating dtype: the compute ceiling of a case run "as given"."""
+    size_copy_ms: float | None = None
+    """Median ms of a device-to-device copy moving the case's bytes (`copy_each_way`)."""
 
 
 def rates(ms: float, nbytes: float | None, flops: float | None) -> tuple[float | None, ...]:
@@ -87,6 +92,14 @@ def roofline_ratio(ms: float, floor: float | None) -> float | None:
     return floor / ms
 
 
+def copy_each_way(nbytes: float | None) -> int | None:
+    """What a copy moving `nbytes` reads, and writes: half of them each way, in whole
+    COPY_ALIGN-byte vectors; None without a byte count."""
+    if not nbytes or nbytes <= 0:
+        return None
+    return max(COPY_ALIGN, round(nbytes / 2 / COPY_ALIGN) * COPY_ALIGN)
+
+
 def speedup(reference_ms: float | None, ms: float | None) -> float | None:
     if reference_ms is None or not ms:
         return None
@@ -107,4 +120,6 @@ def derived(t: Timings, copy_gbps: float, matmul_tflops: float) -> dict:
         "compile_ms": compiled,
         "speedup_vs_torch": speedup(t.torch_ms, t.ms),
         "speedup_vs_compile": speedup(compiled, t.ms) if compiled is not None else t.compiled,
+        # a copy of the same bytes against the kernel: 1.0 moves them as fast as a copy can
+        "vs_copy": speedup(t.size_copy_ms, t.ms),
     }

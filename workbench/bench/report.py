@@ -131,6 +131,7 @@ TABLE_HEADERS = (
     "GB/s",
     "TFLOP/s",
     "roofline",
+    "vs copy",
     "bound",
     "vs torch",
     "vs compile",
@@ -150,10 +151,13 @@ def markdown(doc: dict) -> str:
         "the same shape. roofline = floor / time, where floor = max(bytes / copy bandwidth, "
         "FLOPs / matmul rate) with the ceilings measured in the row's own run (above: the "
         "latest, where several runs updated the report); bound names the larger term: compute "
-        "exactly when FLOPs / bytes is above the ridge, matmul rate / copy bandwidth. Bytes and "
-        "FLOPs are the kernel spec's formulas, or else counted: the reference's FLOPs by torch's "
-        "FlopCounterMode (matmuls, convolutions, attention, causal halved), the bytes of its "
-        "inputs and outputs; bench.json gives each one's source. "
+        "exactly when FLOPs / bytes is above the ridge, matmul rate / copy bandwidth. `vs copy` "
+        "is the time of a device-to-device copy of the row's own bytes, timed the same way, over "
+        "the kernel's (for a memory-bound row: near 1 the kernel moves its bytes as fast as a copy "
+        "of that size, and what its roofline lacks is the input's size: launch, ramp-up, tail). "
+        "Bytes and FLOPs are the kernel spec's formulas, or else counted: the reference's FLOPs "
+        "by torch's FlopCounterMode (matmuls, convolutions, attention, causal halved), the bytes "
+        "of its inputs and outputs; bench.json gives each one's source. "
         "`vs torch` and `vs compile` are the eager and `torch.compile`d reference's time over the "
         "kernel's (above 1: the kernel is faster); `torch.compile` runs with static shapes "
         "in its default mode unless a note names another.",
@@ -217,6 +221,7 @@ def _row(rec: dict, notes: list[str]) -> list[str]:
         num(rec.get("gbps")),
         num(rec.get("tflops")),
         ratio(rec.get("roofline_ratio")),
+        ratio(rec.get("vs_copy")),
         rec.get("bound") or "-",
         _speedup(rec.get("speedup_vs_torch")),
         compile_cell,

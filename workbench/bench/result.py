@@ -66,6 +66,8 @@ MEASURED_FIELDS = (
     "compile_ms",
     "compile_mode",
     "input_sets",
+    "size_copy_ms",
+    "vs_copy",
 )
 """What a record holds once the case was timed."""
 
@@ -103,6 +105,13 @@ class BenchRecord(Record):
     compile_ms: float | None = None
     compile_mode: str | None = None
     input_sets: int | None = None
+    size_copy_ms: float | None = None
+    """Median ms of a device-to-device copy of the case's bytes, timed as the kernel is."""
+    vs_copy: float | None = None
+    """size_copy_ms / ms: 1.0 moves the bytes as fast as a plain copy of the same size. Where
+    that copy itself falls short of the copy ceiling (launch, ramp-up, tail at a small size),
+    so does `roofline_ratio`, and this says how much of the gap is the kernel's. None in results
+    stored before it was measured, and without a byte count."""
     reason: str | None = None
     problem: dict | None = None
     launch: dict | None = None

@@ -4,7 +4,7 @@ read alike."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 SEVERITIES = ("high", "medium", "low", "info")
@@ -42,3 +42,9 @@ class Finding:
             fields["evidence"] = {"detail": fields["evidence"], **plan}
         fields["severity"] = CACHE_SEVERITIES.get(fields["severity"], fields["severity"])
         return cls(**fields)
+
+
+def demoted(f: Finding, why: str) -> Finding:
+    """The finding as info, saying why a measurement outweighs it and what it was before."""
+    evidence = {**f.evidence, "demoted": why, "severity_before": f.severity}
+    return replace(f, severity="info", evidence=evidence)

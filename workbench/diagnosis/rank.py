@@ -16,7 +16,7 @@ from typing import Any
 
 from workbench.check.result import CheckReport
 from workbench.diagnosis.facts import LaunchFacts
-from workbench.diagnosis.finding import SEVERITIES, Finding
+from workbench.diagnosis.finding import SEVERITIES, Finding, demoted
 from workbench.diagnosis.pitfalls import KINDS, OCCUPANCY_RULES, known, pitfall
 from workbench.diagnosis.roofline import Placement
 
@@ -148,7 +148,7 @@ def apply_roofline(findings: list[Finding], placed: Placement | None) -> list[Fi
         elif gain is not None and gain < MIN_GAIN:
             why = f"{placed.short}: under {MIN_GAIN:.0%} of the time to gain"
         if why:
-            f = _demoted(f, why)
+            f = demoted(f, why)
         out.append(replace(f, gain=gain))
     return out
 
@@ -171,7 +171,7 @@ def apply_launch(findings: list[Finding], launch: LaunchFacts | None) -> list[Fi
                 f"the GPU is busy {busy:.0%} of a call ({launch.launches} launches): a faster "
                 "kernel saves little of it"
             )
-            f = _demoted(f, why)
+            f = demoted(f, why)
         out.append(f)
     return out
 
@@ -197,7 +197,7 @@ def apply_short_kernels(findings: list[Finding], launch: LaunchFacts | None) -> 
         "kernel; time it at a larger input before tuning its occupancy or grid"
     )
     sized = [f for f in findings if kind_of(f) == "occupancy" or f.id in SIZE_BOUND]
-    return [_demoted(f, why) if f in sized and f.severity != "info" else f for f in findings]
+    return [demoted(f, why) if f in sized and f.severity != "info" else f for f in findings]
 
 
 def apply_check(findings: list[Finding], check: CheckReport | None) -> list[Finding]:
@@ -214,14 +214,9 @@ def apply_check(findings: list[Finding], check: CheckReport | None) -> list[Find
         proven = shapes and shapes <= passed and not shapes & failed
         if f.id == "no-boundary-mask" and source(f) == "static" and proven:
             listed = ", ".join("x".join(map(str, s)) for s in sorted(shapes))
-            f = _demoted(f, f"the check passed at every shape with a partial tile ({listed})")
+            f = demoted(f, f"the check passed at every shape with a partial tile ({listed})")
         out.append(f)
     return out
-
-
-def _demoted(f: Finding, why: str) -> Finding:
-    evidence = {**f.evidence, "demoted": why, "severity_before": f.severity}
-    return replace(f, severity="info", evidence=evidence)
 
 
 SEVERITY_BY_GAIN = ((0.25, "high"), (0.10, "medium"), (0.0, "low"))

@@ -7,7 +7,9 @@ formulas when it has them, else what Nsight Compute counted on the case's launch
 bench's own count (the reference's FLOPs, its inputs and outputs); each says its source. Without
 a bench timing, Nsight Compute's throughput of the longest launch places it. The placement caps
 what any performance fix can gain (its headroom) and, near the ceiling, says the occupancy rules
-do not apply. A memory-bound kernel far under copy bandwidth is itself a finding.
+do not apply. A memory-bound kernel far under copy bandwidth is itself a finding, unless it
+moves its bytes as fast as a copy of the same size (the bench times one beside each case): then
+the distance is the input's size, and the finding is info.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from dataclasses import dataclass, field, replace
 from workbench.bench import metrics
 from workbench.bench.metrics import INPUTS_OUTPUTS, NCU, SPEC, Work
 from workbench.bench.result import AS_GIVEN, BenchRecord, BenchResult
+from workbench.bench.timing_rules import NOISE
 from workbench.diagnosis.facts import Facts, LaunchFacts
-from workbench.diagnosis.finding import Finding
+from workbench.diagnosis.finding import Finding, demoted
 from workbench.diagnosis.pitfalls import fix_text, limit
 from workbench.diagnosis.registry import detector
 from workbench.profilers.names import Config, range_name
@@ -35,6 +38,11 @@ COPY_OF_SPEC = 0.9
 """What a device-to-device copy reaches of the DRAM spec (3.0 of 3.35 TB/s on the H100; 89.6 %
 to 90.4 % for torch.clone): ncu's DRAM throughput, a percentage of the spec, over this is the
 fraction of copy bandwidth that the bench's roofline uses."""
+AS_FAST_AS_COPY = 1 - NOISE
+"""A kernel whose time is within timing noise of a copy of its own bytes (the bench's vs_copy at
+or above this) moves them as fast as a copy of that size can: what separates it from the
+bandwidth of the large copy the ceiling was measured on is the input's size (launch, ramp-up,
+tail), which no change to the kernel removes."""
 LATENCY_BOUND = limit("low-occupancy", "latency_bound")
 NO_FLOPS = " (no FLOP count: placed by its bytes alone)"
 IDLE = limit("launch-bound", "idle")
@@ -55,8 +63,14 @@ class Placement:
 
     @property
     def headroom(self) -> float | None:
-        """The most a fix to the kernel itself can save, as a share of its time."""
-        return None if self.ratio is None else max(0.0, 1.0 - self.ratio)
+        """The most a fix to the kernel itself can save, as a share of its time: what it lacks
+        of the ceiling, and no more than it lacks of a copy of its own bytes where the bench
+        timed one (no kernel of this size moves them faster)."""
+        if self.ratio is None:
+            return None
+        vs_copy = self.figures.get("vs_copy")
+        left = 1.0 - self.ratio if vs_copy is None else min(1.0 - self.ratio, 1.0 - vs_copy)
+        return max(0.0, left)
 
     @property
     def near_peak(self) -> bool:
@@ -67,7 +81,8 @@ class Placement:
         """ "at 0.79x of copy bandwidth"."""
         if self.ratio is None:
             return "latency-bound: no unit near its peak"
-        return f"at {self.ratio:.2f}x of {self.ceiling}"
+        size = size_copy_text(self.figures) if self.bound == "memory" else ""
+        return f"at {self.ratio:.2f}x of {self.ceiling}" + (f"; {size}" if size else "")
 
     @property
     def text(self) -> str:
@@ -151,11 +166,36 @@ def from_bench(
         "intensity": metrics.intensity(used.flops, used.bytes),
         "ridge": metrics.ridge(copy, rate),
     }
-    figures |= ncu_figures(profiled or [])
+    figures |= ncu_figures(profiled or []) | size_copy_figures(rec, copy)
     if used.bytes_source == NCU and rec.bytes and rec.bytes_source == INPUTS_OUTPUTS:
         figures["least_bytes"] = rec.bytes  # what the measured traffic is weighed against
     ceiling = "copy bandwidth" if bound == "memory" else "the measured matmul rate"
     return Placement("bench", bound, metrics.roofline_ratio(rec.ms, floor), ceiling, figures)
+
+
+def size_copy_figures(rec: BenchRecord, copy_gbps: float) -> dict:
+    """The copy of the case's bytes the bench timed beside it: its time, the kernel's time
+    against it (vs_copy), and what that copy reaches of copy bandwidth; none before the bench
+    timed one."""
+    if rec.size_copy_ms is None or rec.vs_copy is None or not rec.bytes:
+        return {}
+    gbps, _ = metrics.rates(rec.size_copy_ms, rec.bytes, None)
+    return {
+        "size_copy_bytes": rec.bytes,
+        "size_copy_ms": rec.size_copy_ms,
+        "size_copy_ratio": gbps / copy_gbps if gbps is not None else None,
+        "vs_copy": rec.vs_copy,
+    }
+
+
+def size_copy_text(f: dict) -> str:
+    """ "a copy of these 134 MB reaches 0.93x": how close to copy bandwidth a copy of the case's
+    own bytes gets ("" before the bench timed one)."""
+    if f.get("size_copy_ratio") is None:
+        return ""
+    return (
+        f"a copy of these {_num(f['size_copy_bytes'] / 1e6)} MB reaches {f['size_copy_ratio']:.2f}x"
+    )
 
 
 def case_launches(ncu: dict | None, rec: BenchRecord) -> list[NcuLaunch]:
@@ -289,14 +329,22 @@ def far_from_peak(facts: Facts) -> list[Finding]:
     evidence = {"source": placed.source, "ratio": round(placed.ratio, 3), **placed.figures}
     evidence |= {"threshold": threshold, "measured": placed.detail}
     unflopped = placed.source == "bench" and placed.figures.get("flops") is None
-    return [
-        Finding(
-            id="memory-far-from-peak",
-            title=f"memory-bound {placed.short}: the bytes move at {placed.ratio:.0%} of what a "
-            "copy reaches" + (NO_FLOPS if unflopped else ""),
-            severity="high" if placed.ratio < threshold / 2 else "medium",
-            evidence=evidence,
-            fix=fix_text("memory-far-from-peak", evidence),
-            gain=placed.headroom,
+    found = Finding(
+        id="memory-far-from-peak",
+        title=f"memory-bound {placed.short}: the bytes move at {placed.ratio:.0%} of what a "
+        "copy reaches" + (NO_FLOPS if unflopped else ""),
+        severity="high" if placed.ratio < threshold / 2 else "medium",
+        evidence=evidence,
+        fix=fix_text("memory-far-from-peak", evidence),
+        gain=placed.headroom,
+    )
+    vs_copy = placed.figures.get("vs_copy")
+    if vs_copy is not None and vs_copy >= AS_FAST_AS_COPY:
+        why = (
+            f"{size_copy_text(placed.figures)} of copy bandwidth, and the kernel takes "
+            f"{1 / vs_copy:.2f}x that copy's time: it moves its bytes as fast as a copy of this "
+            "size; the distance is the input's size (launch, ramp-up, tail), not the kernel; "
+            "time it at a larger input"
         )
-    ]
+        found = demoted(found, why)
+    return [found]

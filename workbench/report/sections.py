@@ -522,7 +522,8 @@ ALTERNATIVE_HEADERS = ("instead", "regs", "spill B", "occupancy %", "ms")
 
 def _bench_row(rec: BenchRecord, run_id: str) -> tuple[str, ...]:
     if rec.status != "ok":
-        return (shape_text(rec.shape), rec.dtype, rec.status.upper(), *[""] * 6, run_id)
+        blank = [""] * (len(BENCH_HEADERS) - 4)
+        return (shape_text(rec.shape), rec.dtype, rec.status.upper(), *blank, run_id)
     return (
         shape_text(rec.shape),
         rec.dtype,
@@ -530,6 +531,7 @@ def _bench_row(rec: BenchRecord, run_id: str) -> tuple[str, ...]:
         benchreport.num(rec.gbps),
         benchreport.num(rec.tflops),
         benchreport.ratio(rec.roofline_ratio),
+        benchreport.ratio(rec.vs_copy),
         rec.bound or "-",
         _speedup(rec.speedup_vs_torch),
         _speedup(rec.speedup_vs_compile),

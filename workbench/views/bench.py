@@ -16,6 +16,7 @@ HEADERS = (
     "GB/s",
     "TFLOP/s",
     "roofline",
+    "vs copy",
     "vs torch",
     "vs compile",
 )
@@ -35,6 +36,7 @@ def row(r: BenchRecord) -> tuple[str, ...]:
         num(r.gbps),
         num(r.tflops),
         ratio(r.roofline_ratio),
+        ratio(r.vs_copy),
         ratio(r.speedup_vs_torch),
         compiled if isinstance(compiled, str) else ratio(compiled),
     )
