@@ -282,17 +282,21 @@ def _chunk_sums(raw: torch.Tensor, side: _Side, start: int) -> tuple[torch.Tenso
     count) and the mask of the wrong elements."""
     y64 = side.y[start : start + raw.numel()].to(raw.device).double()
     o64 = raw.double()
-    odd = (~torch.isfinite(o64)).sum()
+    odd = torch.isfinite(o64).logical_not_().sum()
+    finite = torch.isfinite(y64)
     d = _diff(o64, y64)
-    rel = _relative(d, y64, side.scale)
-    num2 = torch.where(torch.isfinite(y64), o64 - y64, 0.0).square().sum()
+    rel = _relative(d, y64, side.scale, finite)
+    # d squares as o - y does where both are finite; elsewhere both sums end in inf or NaN,
+    # which `_rel` reads alike
+    num2 = d.where(finite, 0.0).square().sum()
     if side.rule == "stated" and side.tolerance:
         tol = side.tolerance
-        allowed = tol.atol + tol.rtol * y64.abs().where(torch.isfinite(y64), 0)  # y is r
+        allowed = tol.atol + tol.rtol * y64.abs().where(finite, 0)  # y is r
         bad = d > allowed
     else:
         bad = rel > (side.bound[1] or 0.0)
-    sums = [odd, rel.max(), rel.argmax(), d.max(), num2, bad.sum()]
+    worst, at = rel.max(dim=0)  # the first of equal maxima, as argmax
+    sums = [odd, worst, at, d.max(), num2, bad.sum()]
     return torch.stack([s.double() for s in sums]), bad
 
 
@@ -309,16 +313,19 @@ def _wider(x: torch.Tensor | None, r: torch.Tensor) -> bool:
 def _diff(a64: torch.Tensor, y64: torch.Tensor) -> torch.Tensor:
     """|a - y|, 0 where both are the same infinity or both NaN, inf where only one is NaN."""
     d = (a64 - y64).abs()
-    same = (torch.isinf(a64) & (a64 == y64)) | (torch.isnan(a64) & torch.isnan(y64))
-    d = torch.where(same, 0.0, d)
-    return torch.where(torch.isnan(d), math.inf, d)
+    # NaN only where one is NaN (inf apart), or both are (0), or both the same infinity (0)
+    special = torch.where(torch.isnan(a64) == torch.isnan(y64), 0.0, math.inf)
+    return torch.where(torch.isnan(d), special, d)
 
 
-def _relative(d: torch.Tensor, y64: torch.Tensor, scale: float) -> torch.Tensor:
+def _relative(
+    d: torch.Tensor, y64: torch.Tensor, scale: float, finite: torch.Tensor | None = None
+) -> torch.Tensor:
     """Each error relative to its value, or to the output's RMS where that is larger (errors
     of values near zero are those of the larger terms that cancelled there); 0 where the
-    error is, inf where a value of an all-zero output is off."""
-    norm = y64.abs().where(torch.isfinite(y64), 1.0).clamp(min=scale)
+    error is, inf where a value of an all-zero output is off. `finite`: y64's, if at hand."""
+    finite = torch.isfinite(y64) if finite is None else finite
+    norm = y64.abs().where(finite, 1.0).clamp(min=scale)
     return torch.where(d == 0, 0.0, d / norm)
 
 
