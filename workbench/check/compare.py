@@ -16,6 +16,10 @@ input read outside its view), or neither (the kernel made them). Errors confined
 partial tile of a power-of-two block are named, the signature of a missing mask. A failure
 made only of elements zeroed on one side and kept on the other is weighed as another random
 stream (`check.stochastic`): it passes when keep rate and scale match the reference's.
+
+Everything on the reference's side (the yardstick, its RMS, the reference's own error, the
+bounds) is prepared once, a `Reference`; each output is then judged in one pass, its per-chunk
+sums read from the device at once: a sweep judges every config of a shape against one.
 """
 
 from __future__ import annotations
