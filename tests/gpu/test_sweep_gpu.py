@@ -46,6 +46,23 @@ def test_sweep_checks_times_and_ranks_on_the_gpu():
     assert result["device"]["sms"] > 0  # the static model's SM count, from this GPU
 
 
+def test_every_config_is_judged_against_the_shapes_one_prepared_reference():
+    """A floored grid: the config whose BLOCK divides n is right, the others leave the last 64
+    outputs unwritten, each told apart against the reference prepared once for the shape. The
+    CUDA context is made before the worker says it is ready, a phase of its own."""
+    proc = cli("sweep", "sweep_floor_grid", "--path", str(FIXTURES / "sweep_floor_grid.py"),
+               "--no-triton-pick", "--json")  # fmt: skip
+    assert proc.stdout.strip(), proc.stderr[-3000:]
+    result = json.loads(proc.stdout)["result"]
+    rows = {r["values"]["BLOCK"]: r for r in result["rows"]}
+    assert rows[64]["status"] == "ok" and rows[64]["check"]["bad"] == 0, rows[64]
+    for block in (256, 1024):
+        assert rows[block]["status"] == "wrong" and rows[block]["check"]["bad"] == 64
+        assert "64 of 1048640 outputs not written" in rows[block]["reason"]
+    timings = result["timings"]
+    assert timings["cuda_init_s"] > 0 and "reference_s" in timings and "capture_s" in timings
+
+
 def test_no_triton_pick_leaves_triton_out_and_says_so():
     proc = cli("sweep", "sweep_three_name", "--path", str(FIXTURES / "sweep_three_name.py"),
                "--no-triton-pick", "--json")  # fmt: skip

@@ -16,6 +16,10 @@ input read outside its view), or neither (the kernel made them). Errors confined
 partial tile of a power-of-two block are named, the signature of a missing mask. A failure
 made only of elements zeroed on one side and kept on the other is weighed as another random
 stream (`check.stochastic`): it passes when keep rate and scale match the reference's.
+
+Everything on the reference's side (the yardstick, its RMS, the reference's own error, the
+bounds) is prepared once, a `Reference`; each output is then judged in one pass, its per-chunk
+sums read from the device at once: a sweep judges every config of a shape against one.
 """
 
 from __future__ import annotations
@@ -60,39 +64,83 @@ def compare(
     dtype: str | None,
     exact: Yardstick | None = None,
 ) -> None:
+    """Judge the kernel's outputs `out` against the reference's `ref` (and its wider run)."""
     _same_structure(out, ref)
-    stated = spec.tolerances.get(dtype or tensors.dtype_name(ref[0].dtype))
-    wide: list = exact.outputs if exact and exact.outputs else []
-    if len(wide) != len(ref):
-        wide = [None] * len(ref)
-    why = (exact.why if exact else "") or "not run"
-    judged = [_judge(o, r, x, stated, why) for o, r, x in zip(out, ref, wide)]
-    worst = max(judged, key=lambda j: j.excess)
-    for j in judged:
-        case.numel += j.numel
-        case.bad += j.bad
-        case.unwritten += j.unwritten
-        case.read_padding += j.read_padding
-        case.nonfinite += j.nonfinite
-        case.max_abs_diff = max(case.max_abs_diff or 0.0, j.max_abs)
-    case.rule, case.against, case.against_note = worst.rule, worst.against, worst.note
-    case.rel_l2, case.max_rel_diff = worst.kernel
-    case.ref_rel_l2, case.ref_max_rel = worst.reference or (None, None)
-    case.bound_rel_l2, case.bound_max_rel = worst.bound
-    case.worst_index = _unravel(worst.worst_at, worst.shape) if worst.numel else None
-    tails = [boundary_blocks(torch.cat(j.bad_at), j.shape) for j in judged if j.bad_at]
-    if tails:
-        common = sorted(set.intersection(*map(set, tails)))
-        case.boundary_only, case.boundary_blocks = bool(common), common
-        case.boundary_block = common[0] if common else None
-    poisoned = case.unwritten or case.read_padding or case.nonfinite
-    if case.bad or poisoned or any(j.l2_over for j in judged):
-        case.status = "failed"
-        if not poisoned and not case.boundary_only:
-            case.stochastic = _stochastic(out, ref, judged)
-        if case.stochastic and stochastic.same_distribution(case.stochastic):
-            case.status = "passed"
-        case.reason = _why(case, judged)
+    Reference(spec, ref, dtype, exact).judge(case, out)
+
+
+class Reference:
+    """The reference side of a comparison, prepared once: which yardstick each output is
+    measured against, its RMS and norm, the reference's own error against it, and the bounds
+    they give. Every output judged against it then costs one pass over that output. It holds
+    the tensors it was given, no copies: float64 copies of a sweep's outputs would take 8 bytes
+    an element on the GPU for every shape kept."""
+
+    def __init__(
+        self,
+        spec: KernelSpec,
+        ref: list[torch.Tensor],
+        dtype: str | None,
+        exact: Yardstick | None = None,
+    ):
+        stated = spec.tolerances.get(dtype or tensors.dtype_name(ref[0].dtype))
+        wide: list = exact.outputs if exact and exact.outputs else []
+        if len(wide) != len(ref):
+            wide = [None] * len(ref)
+        why = (exact.why if exact else "") or "not run"
+        self.ref = ref
+        self.sides = [_prepare(r, x, stated, why) for r, x in zip(ref, wide)]
+
+    def judge(self, case: CaseResult, out: list[torch.Tensor]) -> None:
+        """Fill `case` with the verdict on the kernel's outputs `out`."""
+        _same_structure(out, self.ref)
+        judged = _judge_all(out, self.sides)
+        worst = max(judged, key=lambda j: j.excess)
+        for j in judged:
+            case.numel += j.numel
+            case.bad += j.bad
+            case.unwritten += j.unwritten
+            case.read_padding += j.read_padding
+            case.nonfinite += j.nonfinite
+            case.max_abs_diff = max(case.max_abs_diff or 0.0, j.max_abs)
+        case.rule, case.against, case.against_note = worst.rule, worst.against, worst.note
+        case.rel_l2, case.max_rel_diff = worst.kernel
+        case.ref_rel_l2, case.ref_max_rel = worst.reference or (None, None)
+        case.bound_rel_l2, case.bound_max_rel = worst.bound
+        case.worst_index = _unravel(worst.worst_at, worst.shape) if worst.numel else None
+        tails = [boundary_blocks(torch.cat(j.bad_at), j.shape) for j in judged if j.bad_at]
+        if tails:
+            common = sorted(set.intersection(*map(set, tails)))
+            case.boundary_only, case.boundary_blocks = bool(common), common
+            case.boundary_block = common[0] if common else None
+        poisoned = case.unwritten or case.read_padding or case.nonfinite
+        if case.bad or poisoned or any(j.l2_over for j in judged):
+            case.status = "failed"
+            if not poisoned and not case.boundary_only:
+                case.stochastic = _stochastic(out, self.ref, judged)
+            if case.stochastic and stochastic.same_distribution(case.stochastic):
+                case.status = "passed"
+            case.reason = _why(case, judged)
+
+
+@dataclass
+class _Side:
+    """One reference output as a yardstick: the rule and bounds it gives any kernel's output."""
+
+    shape: Shape
+    r: torch.Tensor
+    """The reference's output at the test dtype, flat."""
+    y: torch.Tensor
+    """What the kernel's output is measured against, flat: the wider run's output, else `r`."""
+    against: str
+    note: str
+    rule: str
+    reference: tuple[float, float] | None
+    bound: tuple[float | None, float | None]
+    tolerance: Tolerance | None
+    scale: float
+    den2: float
+    """The sum of the yardstick's finite squares."""
 
 
 @dataclass
@@ -120,8 +168,6 @@ class _Judged:
     nonfinite: int = 0
     max_abs: float = 0.0
     worst_at: int = 0
-    scale: float = 1.0
-    """The yardstick's RMS: what errors of values nearer zero are relative to."""
 
     @property
     def l2_over(self) -> bool:
@@ -137,77 +183,125 @@ class _Judged:
         return max(ratios, default=0.0)
 
 
-def _judge(
-    o: torch.Tensor, r: torch.Tensor, x: torch.Tensor | None, stated: Tolerance | None, why: str
-) -> _Judged:
+def _prepare(r: torch.Tensor, x: torch.Tensor | None, stated: Tolerance | None, why: str) -> _Side:
+    """The yardstick for the kernel's outputs in `r`'s place: the wider run `x` unless the rule
+    is stated or exact, `x` is not wider, or it is another function than `r`'s."""
     integral = not r.is_floating_point()
     if stated or integral or not _wider(x, r):
         x = None
-    j = _measure(o, r, x)
-    if x is None and not (stated or integral):
-        j.note = why
-    if x is not None and j.reference and j.reference[0] > GROSS_REL_L2:
-        apart, wider, x = j.reference[0], j.against, None
-        j = _measure(o, r, None)
-        j.note = f"its {wider} run is another function: relative L2 {apart:.2g} apart"
+    note = why if x is None and not (stated or integral) else ""
+    reference = None
+    scale, den2 = _norm(r if x is None else x)
+    if x is not None:
+        reference = _own_error(r, x, scale, den2)
+        if reference[0] > GROSS_REL_L2:
+            note = (
+                f"its {tensors.dtype_name(x.dtype)} run is another function: "
+                f"relative L2 {reference[0]:.2g} apart"
+            )
+            x, reference = None, None
+            scale, den2 = _norm(r)
+    shape, flat_r = tuple(r.shape), _flat(r)
+    y = flat_r if x is None else _flat(x)
+    against = tensors.dtype_name(x.dtype) if x is not None else ""
+    side = (shape, flat_r, y, against, note)
     if integral:
-        j.rule, j.bound = "exact", (None, 0.0)
-    elif stated:
-        j.rule, j.bound, j.tolerance = "stated", (stated.rel_l2, None), stated
-    else:
-        ref_l2, ref_max = j.reference or (0.0, 0.0)
-        j.rule = "calibrated"
-        j.bound = (
-            max(FACTOR * ref_l2, floor(r.dtype, FLOOR_L2_ULPS)),
-            max(WORST_FACTOR * ref_max, floor(r.dtype)),
-        )
-        j.tolerance = Tolerance(j.bound[1] * j.scale, j.bound[1], j.bound[0])
-    _mark_bad(j, o, r, r if x is None else x)
-    return j
+        return _Side(*side, "exact", reference, (None, 0.0), None, scale, den2)
+    if stated:
+        return _Side(*side, "stated", reference, (stated.rel_l2, None), stated, scale, den2)
+    ref_l2, ref_max = reference or (0.0, 0.0)
+    bound = (
+        max(FACTOR * ref_l2, floor(r.dtype, FLOOR_L2_ULPS)),
+        max(WORST_FACTOR * ref_max, floor(r.dtype)),
+    )
+    tolerance = Tolerance(bound[1] * scale, bound[1], bound[0])
+    return _Side(*side, "calibrated", reference, bound, tolerance, scale, den2)
 
 
-def _measure(o: torch.Tensor, r: torch.Tensor, x: torch.Tensor | None) -> _Judged:
-    """The kernel's errors (and the reference's, given a wider run x) against x, else r."""
-    y = r if x is None else x
-    j = _Judged(tuple(r.shape), numel=r.numel(), scale=_rms(y))
-    if x is not None:
-        j.against = tensors.dtype_name(x.dtype)
-    num2 = den2 = ref2 = 0.0
-    worst = ref_worst = 0.0
-    for start, raw, o64, r64, y64 in _chunks(o, r, y):
-        odd = ~torch.isfinite(o64) & ~torch.isnan(r64)
-        if bool(odd.any()):
-            _count_nonfinite(j, raw, odd, torch.isfinite(r64))
-        d = _diff(o64, y64)
-        rel = _relative(d, y64, j.scale)
-        at = int(rel.argmax())
-        if float(rel[at]) > worst or start == 0:
-            worst, j.worst_at = max(worst, float(rel[at])), start + at
-        j.max_abs = max(j.max_abs, float(d.max()))
+def _norm(y: torch.Tensor) -> tuple[float, float]:
+    """The RMS of `y`'s finite elements and the sum of their squares."""
+    total, n = 0.0, 0
+    for _, y64 in _chunks(y):
         finite = torch.isfinite(y64)
-        den2 += float(y64.where(finite, 0.0).square().sum())
-        num2 += float(torch.where(finite, o64 - y64, 0.0).square().sum())
-        if x is not None:
-            ref2 += float(torch.where(finite, r64 - y64, 0.0).square().sum())
-            ref_worst = max(ref_worst, float(_relative(_diff(r64, y64), y64, j.scale).max()))
-    j.kernel = (_rel(num2, den2), worst)
-    if x is not None:
-        j.reference = (_rel(ref2, den2), ref_worst)
-    return j
+        total += float(y64.where(finite, 0.0).square().sum())
+        n += int(finite.sum())
+    return (math.sqrt(total / n) if n else 0.0), total
 
 
-def _mark_bad(j: _Judged, o: torch.Tensor, r: torch.Tensor, y: torch.Tensor) -> None:
-    """Count the elements past the element-wise bound, keeping where they are."""
-    for start, _, o64, r64, y64 in _chunks(o, r, y):
-        d = _diff(o64, y64)
-        if j.rule == "stated" and j.tolerance:
-            allowed = j.tolerance.atol + j.tolerance.rtol * r64.abs().where(torch.isfinite(r64), 0)
-            bad = d > allowed
-        else:
-            bad = _relative(d, y64, j.scale) > (j.bound[1] or 0.0)
-        j.bad += int(bad.sum())
-        if len(j.bad_at) < MAX_BAD_INDICES and bool(bad.any()):
-            j.bad_at.append(torch.nonzero(bad).reshape(-1) + start)
+def _own_error(r: torch.Tensor, x: torch.Tensor, scale: float, den2: float) -> tuple[float, float]:
+    """The reference's relative L2 error and worst element's against its wider run `x`."""
+    ref2 = worst = 0.0
+    for (_, r64), (_, x64) in zip(_chunks(r), _chunks(x.to(r.device))):
+        ref2 += float(torch.where(torch.isfinite(x64), r64 - x64, 0.0).square().sum())
+        worst = max(worst, float(_relative(_diff(r64, x64), x64, scale).max()))
+    return _rel(ref2, den2), worst
+
+
+def _judge_all(out: list[torch.Tensor], sides: list[_Side]) -> list[_Judged]:
+    """Each output's errors against its side: one pass over the outputs, their per-chunk sums,
+    maxima and counts gathered on the device and read at once; then, in the chunks that hold
+    them only, NaN/Inf sorted (where the reference has none) and the wrong elements' indices."""
+    flats = [_flat(o) for o in out]
+    sums, masks = [], []
+    for o, side in zip(flats, sides):
+        for start, raw in _chunks(o, double=False):
+            row, bad = _chunk_sums(raw, side, start)
+            sums.append(row)
+            masks.append(bad)
+    read = iter(torch.stack(sums).tolist() if sums else [])
+    marks = iter(masks)
+    judged = []
+    for o, side in zip(flats, sides):
+        j = _Judged(
+            side.shape,
+            side.rule,
+            side.against,
+            side.note,
+            reference=side.reference,
+            bound=side.bound,
+            tolerance=side.tolerance,
+            numel=side.r.numel(),
+        )
+        num2 = worst = 0.0
+        for start, raw in _chunks(o, double=False):
+            odd, rel_max, at, max_abs, chunk_num2, bad = next(read)
+            bad_mask = next(marks)
+            if odd:
+                _count_nonfinite(j, raw, side.r[start : start + raw.numel()].to(raw.device))
+            if rel_max > worst or start == 0:
+                worst, j.worst_at = max(worst, rel_max), start + int(at)
+            j.max_abs = max(j.max_abs, max_abs)
+            num2 += chunk_num2
+            j.bad += int(bad)
+            if len(j.bad_at) < MAX_BAD_INDICES and bad:
+                j.bad_at.append(torch.nonzero(bad_mask).reshape(-1) + start)
+        j.kernel = (_rel(num2, side.den2), worst)
+        judged.append(j)
+    return judged
+
+
+def _chunk_sums(raw: torch.Tensor, side: _Side, start: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """One chunk of an output against its side, on the device: (its NaN/Inf, the worst relative
+    error and where, the largest absolute error, the sum of squared errors, the wrong elements'
+    count) and the mask of the wrong elements."""
+    y64 = side.y[start : start + raw.numel()].to(raw.device).double()
+    o64 = raw.double()
+    odd = torch.isfinite(o64).logical_not_().sum()
+    finite = torch.isfinite(y64)
+    d = _diff(o64, y64)
+    rel = _relative(d, y64, side.scale, finite)
+    # d squares as o - y does where both are finite; elsewhere both sums end in inf or NaN,
+    # which `_rel` reads alike
+    num2 = d.where(finite, 0.0).square().sum()
+    if side.rule == "stated" and side.tolerance:
+        tol = side.tolerance
+        allowed = tol.atol + tol.rtol * y64.abs().where(finite, 0)  # y is r
+        bad = d > allowed
+    else:
+        bad = rel > (side.bound[1] or 0.0)
+    worst, at = rel.max(dim=0)  # the first of equal maxima, as argmax
+    sums = [odd, worst, at, d.max(), num2, bad.sum()]
+    return torch.stack([s.double() for s in sums]), bad
 
 
 def _wider(x: torch.Tensor | None, r: torch.Tensor) -> bool:
@@ -223,28 +317,20 @@ def _wider(x: torch.Tensor | None, r: torch.Tensor) -> bool:
 def _diff(a64: torch.Tensor, y64: torch.Tensor) -> torch.Tensor:
     """|a - y|, 0 where both are the same infinity or both NaN, inf where only one is NaN."""
     d = (a64 - y64).abs()
-    same = (torch.isinf(a64) & (a64 == y64)) | (torch.isnan(a64) & torch.isnan(y64))
-    d = torch.where(same, 0.0, d)
-    return torch.where(torch.isnan(d), math.inf, d)
+    # NaN only where one is NaN (inf apart), or both are (0), or both the same infinity (0)
+    special = torch.where(torch.isnan(a64) == torch.isnan(y64), 0.0, math.inf)
+    return torch.where(torch.isnan(d), special, d)
 
 
-def _relative(d: torch.Tensor, y64: torch.Tensor, scale: float) -> torch.Tensor:
+def _relative(
+    d: torch.Tensor, y64: torch.Tensor, scale: float, finite: torch.Tensor | None = None
+) -> torch.Tensor:
     """Each error relative to its value, or to the output's RMS where that is larger (errors
     of values near zero are those of the larger terms that cancelled there); 0 where the
-    error is, inf where a value of an all-zero output is off."""
-    norm = y64.abs().where(torch.isfinite(y64), 1.0).clamp(min=scale)
+    error is, inf where a value of an all-zero output is off. `finite`: y64's, if at hand."""
+    finite = torch.isfinite(y64) if finite is None else finite
+    norm = y64.abs().where(finite, 1.0).clamp(min=scale)
     return torch.where(d == 0, 0.0, d / norm)
-
-
-def _rms(y: torch.Tensor) -> float:
-    total, n = 0.0, 0
-    flat = y.detach().reshape(-1)
-    for start in range(0, flat.numel(), CHUNK):
-        part = flat[start : start + CHUNK].double()
-        finite = torch.isfinite(part)
-        total += float(part.where(finite, 0.0).square().sum())
-        n += int(finite.sum())
-    return math.sqrt(total / n) if n else 0.0
 
 
 def _rel(num2: float, den2: float) -> float:
@@ -273,23 +359,22 @@ def _same_structure(out: list[torch.Tensor], ref: list[torch.Tensor]) -> None:
             )
 
 
-def _chunks(
-    o: torch.Tensor, r: torch.Tensor, y: torch.Tensor
-) -> Iterator[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """(start, the kernel's elements as stored, then kernel, reference and yardstick in
-    float64) per CHUNK of flat elements."""
-    flat_o = o.detach().reshape(-1)
-    flat_r, flat_y = (t.detach().to(o.device).reshape(-1) for t in (r, y))
-    for start in range(0, flat_r.numel(), CHUNK):
-        end = start + CHUNK
-        raw = flat_o[start:end]
-        yield start, raw, raw.double(), flat_r[start:end].double(), flat_y[start:end].double()
+def _chunks(t: torch.Tensor, double: bool = True) -> Iterator[tuple[int, torch.Tensor]]:
+    """(start, elements) per CHUNK of `t`'s flat elements, in float64 unless `double` is off."""
+    flat = _flat(t)
+    for start in range(0, flat.numel(), CHUNK):
+        part = flat[start : start + CHUNK]
+        yield start, part.double() if double else part
 
 
-def _count_nonfinite(
-    j: _Judged, raw: torch.Tensor, odd: torch.Tensor, finite_ref: torch.Tensor
-) -> None:
-    """Sort NaN/Inf outputs where the reference has no NaN by where they came from."""
+def _flat(t: torch.Tensor) -> torch.Tensor:
+    """`t`'s elements in row-major order (a copy only where `t` is not contiguous)."""
+    return t.detach().reshape(-1)
+
+
+def _count_nonfinite(j: _Judged, raw: torch.Tensor, r: torch.Tensor) -> None:
+    """Sort NaN/Inf outputs where the reference `r` has no NaN by where they came from."""
+    odd, finite_ref = ~torch.isfinite(raw) & ~torch.isnan(r), torch.isfinite(r)
     payload = tensors.nan_payload(raw)
     nan = odd & torch.isnan(raw)
     unwritten = nan & (payload == tensors.UNWRITTEN)
@@ -309,7 +394,7 @@ def _stochastic(
         return None
     tally = stochastic.ZeroTally()
     for o, r in zip(out, ref):
-        for _, _, o64, r64, _ in _chunks(o, r, r):
+        for (_, o64), (_, r64) in zip(_chunks(o), _chunks(r.to(o.device))):
             tally.add(o64, r64, tol)
     return tally.judge(tol)
 
