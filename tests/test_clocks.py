@@ -180,7 +180,8 @@ def test_the_finding_says_the_clock_the_power_the_reason_and_what_holds():
         "(power cap, hardware slowdown)"
     )
     e = found.evidence
-    assert e["clock_ratio"] == 0.78 and e["threshold"] == 0.9 and e["case"] == "float16 4096x4096x4096"
+    assert e["clock_ratio"] == 0.78 and e["threshold"] == 0.9
+    assert e["case"] == "float16 4096x4096x4096"
     assert e["torch"] == "1650/1980 MHz, 565 W (power cap)"
     assert "the sweep's batches" in e["why"] and "ratio to torch" in e["why"]
     assert "ratios timed in the same run" in found.fix and "energy per result" in found.fix
