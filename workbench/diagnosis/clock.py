@@ -25,9 +25,9 @@ def clock_held_back(facts: Facts) -> list[Finding]:
     ratio = limit("clock-held-back", "ratio")
     if rec is None or clocks is None or clocks.ratio is None or not held_back(clocks, ratio):
         return []
-    power = f"{clocks.power_w:.0f} W" if clocks.power_w is not None else "power unknown"
+    power = f" at {clocks.power_w:.0f} W" if clocks.power_w is not None else ""
     if clocks.power_w is not None and clocks.power_limit_w:
-        power = f"{clocks.power_w:.0f} of {clocks.power_limit_w:.0f} W"
+        power = f" at {clocks.power_w:.0f} of {clocks.power_limit_w:.0f} W"
     evidence = {
         "case": f"{rec.dtype} {'x'.join(map(str, rec.shape))}".rstrip(),
         **clocks.to_dict(),
@@ -40,7 +40,7 @@ def clock_held_back(facts: Facts) -> list[Finding]:
         evidence["torch"] = rec.torch_clocks.text
     title = (
         f"SM clock held back while timed: {clocks.sm_mhz:.0f} of {clocks.max_mhz:.0f} MHz "
-        f"({clocks.ratio:.0%}) at {power} ({', '.join(clocks.reasons)})"
+        f"({clocks.ratio:.0%}){power} ({', '.join(clocks.reasons)})"
     )
     fix = fix_text("clock-held-back", evidence)
     return [Finding("clock-held-back", title, "info", evidence, fix)]
