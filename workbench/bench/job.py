@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from workbench.bench import ceilings, metrics, work
+from workbench.bench import ceilings, clocks, metrics, work
 from workbench.bench.launches import launch_facts
 from workbench.bench.metrics import Timings
 from workbench.bench.result import (
@@ -161,12 +161,17 @@ class CaseTimer:
         esize = tdtype.itemsize if tdtype is not None else floats.itemsize if floats else 1
         cost = work.of_case(spec, shape, esize, sets[0])  # outside the lock: nothing is timed
         with gpu_lock.alone(device):
-            ms, p20, p80 = time_rotating(spec.kernel_fn, sets)
+            (ms, p20, p80), kernel_clocks = clocks.during(
+                lambda: time_rotating(spec.kernel_fn, sets)
+            )
+            (torch_ms, _, _), torch_clocks = clocks.during(
+                lambda: time_rotating(spec.reference_fn, sets)
+            )
             timings = Timings(
                 ms=ms,
                 ms_p20=p20,
                 ms_p80=p80,
-                torch_ms=time_rotating(spec.reference_fn, sets)[0],
+                torch_ms=torch_ms,
                 compiled=(
                     compiled_ms(spec.reference_fn, sets, spec.compile_mode)
                     if self.compile_ref
@@ -181,7 +186,14 @@ class CaseTimer:
                 size_copy_ms=self.size_copy_ms(cost.bytes),
             )
             launch = launch_facts(spec, sets[0], dtype) if self.launches else None
-        return Sample(checked, timings, note=note, launch=launch)
+        return Sample(
+            checked,
+            timings,
+            note=note,
+            launch=launch,
+            clocks=kernel_clocks,
+            torch_clocks=torch_clocks,
+        )
 
     def size_copy_ms(self, nbytes: float | None) -> float | None:
         """Median ms of a device-to-device copy moving `nbytes` (half read, half written), timed

@@ -12,6 +12,7 @@ import math
 import time
 from pathlib import Path
 
+from workbench.bench import clock_rules
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import shape_text
 from workbench.runtime.outdir import OutDir
@@ -209,6 +210,9 @@ def _row(rec: dict, notes: list[str]) -> list[str]:
         notes.append(f"{where}: torch.compile {rec['speedup_vs_compile']}")
     if rec.get("note"):
         notes.append(f"{where}: {rec['note']}")
+    clocked = clock_rules.read(rec.get("clocks")), clock_rules.read(rec.get("torch_clocks"))
+    if clock_note := clock_rules.case_note(*clocked):
+        notes.append(f"{where}: {clock_note}")
     mode = rec.get("compile_mode") or "default"
     mode_note = f"{rec['name']}: `vs compile` is against torch.compile(mode={mode!r})"
     if mode != "default" and mode_note not in notes:

@@ -6,11 +6,13 @@ Pure (no torch): the child builds records from raw timings, the parent reads the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from workbench.bench import metrics
-from workbench.runtime.records import Record, result_dict
+from workbench.bench.clock_rules import Clocks
+from workbench.runtime.records import Record, plain, result_dict
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,11 @@ class BenchRecord(Record):
     problem: dict | None = None
     launch: dict | None = None
     """How one call launches, eager vs one CUDA graph (`bench.launches`), when asked for."""
+    clocks: Clocks | None = None
+    """The SM clock, power and clock-event reasons while the kernel was timed (`bench.clocks`);
+    None without NVML, and in results stored before they were kept."""
+    torch_clocks: Clocks | None = None
+    """The same while the eager reference was timed."""
 
     @property
     def where(self) -> str:
@@ -134,8 +141,12 @@ class BenchRecord(Record):
                 continue
             value = getattr(self, f.name)
             if value is not None or (f.name in MEASURED_FIELDS and self.ms is not None):
-                out[f.name] = value
+                out[f.name] = plain(value)
         return out
+
+    @classmethod
+    def parsed_fields(cls, d: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: Clocks.from_dict(d[k]) if d.get(k) else None for k in ("clocks", "torch_clocks")}
 
 
 @dataclass(frozen=True)
@@ -149,6 +160,8 @@ class Sample:
     problem: dict | None = None
     note: str | None = None
     launch: dict | None = None
+    clocks: Clocks | None = None
+    torch_clocks: Clocks | None = None
 
 
 def case_record(
@@ -178,6 +191,8 @@ def case_record(
         note=sample.note,
         launch=sample.launch,
         compile_mode=compile_mode,
+        clocks=sample.clocks,
+        torch_clocks=sample.torch_clocks,
     )
 
 

@@ -134,6 +134,8 @@ def _run_one(entry: KernelEntry, params: BenchParams, args: argparse.Namespace) 
             lines = [w for rec in records if (w := bench_view.work_line(rec, ceil))]
             if lines:
                 print("work per call, each number with its source:\n  " + "\n  ".join(lines))
+        if clocked := [c for rec in records if (c := bench_view.clock_line(rec))]:
+            print("\n  ".join([bench_view.CLOCK_HEAD + ":", *clocked]))
         for rec in records:
             if rec.status != "ok":
                 print(f"  {rec.where}: {rec.reason}", file=sys.stderr)

@@ -6,13 +6,13 @@ as rows of the table (`autotune`).
 
 The pitfall table is data (`pitfalls`); detectors registered per row (`registry`) read `Facts`:
 static (`static`: resources, IR, source, run on the compile's facts by `diagnose_compile`), dynamic
-(`dynamic`, `errors`: the check), measured (`measured`: ncu; `launch`: nsys and CUDA-graph
-timing; `roofline`: the bench), configs (`configs`: spill-free neighbours) and the autotune
-cache (`autotune`). `diagnose` runs them all, joins what one problem shows in several facts,
-places the kernel on the roofline, ranks by severity and gain (`rank`), routes (`routing`) and
-sets our findings beside Nsight Compute's rules (`agreement`). Pure: no torch, no triton, but
-for `ir_job`, the "ir" job kind's entry in the child: the IR stage's compile, then the static
-findings of its facts, so that the stages below never import the diagnosis.
+(`dynamic`, `errors`: the check), measured (`measured`: ncu; `launch`: nsys and CUDA-graph timing;
+`roofline`: the bench; `clock`: the SM clock it was timed at), configs (`configs`: spill-free
+neighbours) and the autotune cache (`autotune`). `diagnose` runs them all, joins what one problem
+shows in several facts, places the kernel on the roofline, ranks by severity and gain (`rank`),
+routes (`routing`) and sets our findings beside Nsight Compute's rules (`agreement`). Pure: no
+torch, no triton, but for `ir_job`, the "ir" job kind's entry in the child: the IR stage's compile,
+then the static findings of its facts, so that the stages below never import the diagnosis.
 
 Sits above the stages: reads ir's facts (resources, line maps, compiles), check, bench and
 profilers results, and runtime; the consumers of results (`ir_job`, `workbench.loop`, views and
@@ -24,12 +24,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-# accesses, autotune, configs, dynamic, errors and launch are imported for their detectors,
+# accesses, autotune, clock, configs, dynamic, errors and launch are imported for their detectors,
 # which register themselves on import (registry.detector)
 from workbench.diagnosis import (  # noqa: F401
     accesses,
     agreement,
     autotune,
+    clock,
     configs,
     dynamic,
     errors,

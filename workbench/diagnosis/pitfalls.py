@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench.bench.clock_rules import HELD_BACK
 from workbench.check import verdict
 
 KINDS = ("correctness", "error", "performance", "occupancy", "workload", "info")
@@ -655,6 +656,32 @@ PITFALLS: tuple[Pitfall, ...] = (
             "rate": "keep an element with the reference's probability (1 - p): compare the draw "
             "with p the way the reference does (tl.rand(seed, offs) > p)",
         },
+    ),
+    Pitfall(
+        "clock-held-back",
+        "SM clock held back while timed",
+        "the GPU held the SM clock under its maximum for power or heat while the bench timed the "
+        "kernel: a sustained timing (the bench's) runs slower than short ones (the sweep's "
+        "batches, ncu's single launch) by as much as the clock dropped",
+        "info",
+        ("bench",),
+        "nothing to fix in the timing: compare kernels by ratios timed in the same run (the "
+        "speedup over torch), not by absolute times from timings of different lengths. A "
+        "power-capped kernel goes faster by spending less energy per result: fewer instructions "
+        "per FLOP (tensor-core dots, not scalar math; less index arithmetic, fewer conversions "
+        "and exponentials in the inner loop) and fewer bytes moved",
+        "NVML's clock-event reasons (nvmlDeviceGetCurrentClocksEventReasons) sampled while the "
+        "bench times (bench.clocks); H100 flash attention: 1.96 ms by the bench at 1545 of "
+        "1980 MHz and 652 W (power cap), 1.81 ms by the sweep's short batches, 1.80 ms by ncu",
+        thresholds=(
+            _t(
+                "ratio",
+                HELD_BACK,
+                "median SM clock over its maximum under which, with a power or thermal reason "
+                "seen, the clock was held back: at full boost it wanders a few percent with "
+                "temperature; power-capped flash attention on the H100 ran at 0.78",
+            ),
+        ),
     ),
     # ---- memory accesses: guard regions, the interpreter's bounds, compute-sanitizer ---------
     Pitfall(

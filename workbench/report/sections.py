@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from workbench.bench import history
 from workbench.bench import report as benchreport
+from workbench.bench.clock_rules import case_note
 from workbench.bench.result import BenchRecord, BenchResult
 from workbench.loop.trial import Trial, alternatives
 from workbench.report import collect, plots
@@ -285,6 +286,8 @@ class _Builder:
                 notes.append(f"{rec.where}: torch.compile {rec.speedup_vs_compile}")
             if rec.note:
                 notes.append(f"{rec.where}: {rec.note}")
+            if clock_note := case_note(rec.clocks, rec.torch_clocks):
+                notes.append(f"{rec.where}: {clock_note}")
             mode = rec.compile_mode or "default"
             mode_note = f"`vs compile` is against torch.compile(mode={mode!r})"
             if mode != "default" and mode_note not in notes:

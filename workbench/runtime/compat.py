@@ -1,4 +1,5 @@
-"""Differences between Triton versions and modes, in one place.
+"""Differences between Triton versions and modes, in one place, and the other version- or
+private-API-dependent calls the child makes (NVML's bindings, torch's NVML device index).
 
 Imported only by child processes (it imports triton). Supported: Triton 3.4 to 3.9, where
 `ASTSource(fn, signature, constexprs, attrs)` takes every argument in `signature` (constexprs
@@ -8,6 +9,7 @@ as "constexpr") and attrs as `{(index,): [["tt.divisibility", 16]]}`.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -421,3 +423,27 @@ def tensor_descriptor() -> Any:
     except ImportError:
         return None
     return TensorDescriptor
+
+
+def nvml_module() -> Any:
+    """NVIDIA's NVML bindings (nvidia-ml-py, imported as `pynvml`; torch's CUDA wheels bring
+    them), or None where they are not installed."""
+    try:
+        return importlib.import_module("pynvml")
+    except ImportError:
+        return None
+
+
+def nvml_index(device: int) -> int:
+    """NVML's index of torch's CUDA device `device`: NVML numbers every GPU of the host, torch
+    only those CUDA_VISIBLE_DEVICES names, in its order (a private helper of torch.cuda)."""
+    import torch
+
+    return torch.cuda._get_nvml_device_index(device)
+
+
+def clock_event_reasons(nvml: Any, handle: Any) -> int:
+    """The clock-event reasons bitmask of the device: `nvmlDeviceGetCurrentClocksEventReasons`,
+    named `...ThrottleReasons` in bindings before NVML 12.2."""
+    get = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+    return int((get or nvml.nvmlDeviceGetCurrentClocksThrottleReasons)(handle))

@@ -4,6 +4,7 @@ roofline fraction and the speedups, for the TUI's Bench tab (pure: no UI imports
 from __future__ import annotations
 
 from workbench.bench import metrics
+from workbench.bench.clock_rules import case_note
 from workbench.bench.report import num, ratio
 from workbench.bench.result import BenchRecord, Ceilings
 from workbench.runtime.grammar import shape_text
@@ -66,6 +67,19 @@ def work_line(r: BenchRecord, ceil: Ceilings) -> str | None:
     ceilings = f"{num(rate)} TFLOP/s / {num(ceil.copy_gbps)} GB/s"
     bound = f": {r.bound}-bound" if r.bound else ""
     return f"{shape_text(r.shape)} {r.dtype}: {', '.join(parts)}; {side} ({ceilings}){bound}"
+
+
+def clock_line(r: BenchRecord) -> str | None:
+    """A case whose SM clock was held back (power, heat) while timed, with the clocks the kernel
+    and torch ran at; None for the rest, so memory-bound kernels' tables stay as they were."""
+    note = case_note(r.clocks, r.torch_clocks)
+    return f"{shape_text(r.shape)} {r.dtype}: {note}" if note else None
+
+
+CLOCK_HEAD = (
+    "SM clock while timed (NVML): a sustained timing runs at it, short ones faster; the speedups, "
+    "timed in the same run, hold"
+)
 
 
 LAUNCH_HEADERS = (

@@ -31,6 +31,8 @@ class BenchPane(Pane):
         lines = rows.bars(result.records)
         if lines:
             lines += ["", f"{result.device}. {ceilings_line(result.ceilings.to_dict())}"]
+        if clocked := [c for r in result.records if (c := rows.clock_line(r))]:
+            lines += ["", rows.CLOCK_HEAD + ":", *clocked]
         for r in result.records:
             if r.status != "ok":
                 lines.append(f"{r.where}: {r.reason}")
