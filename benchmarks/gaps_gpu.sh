@@ -7,6 +7,7 @@ DEST=${1:?destination folder}
 shift
 mkdir -p "$DEST"
 DEST=$(cd "$DEST" && pwd)
+export DEST
 export WORKBENCH_REPORTS=${WORKBENCH_REPORTS:-$DEST/store}
 export PYTHONUNBUFFERED=1
 END=$((SECONDS + ${DEADLINE:-540}))
