@@ -17,7 +17,7 @@ from test_diagnosis_rank import B_ADD, _slower, bench
 from workbench.bench import metrics
 from workbench.bench import report as benchreport
 from workbench.bench.job import run_bench
-from workbench.bench.metrics import Timings
+from workbench.bench.metrics import Timings, derived
 from workbench.bench.result import BenchRecord, BenchResult, Ceilings, Sample
 from workbench.catalog.discovery import discover
 from workbench.catalog.loader import load_spec
@@ -180,3 +180,14 @@ def test_a_kernel_slower_than_a_copy_of_its_bytes_stays_far_with_the_copy_in_its
     (far,) = [f for f in d.findings if f.id == "memory-far-from-peak"]
     assert far.severity == "info" and far.gain == pytest.approx(MIN_GAIN / 2)
     assert far.evidence["demoted"].endswith("reaches 0.35x: nothing left to gain")
+
+
+def test_a_compute_bound_case_is_not_held_to_a_copy():
+    """The H100 attention bf16 d128 row: 1.938 ms, bytes 537 MB, 1.1 TFLOP: its floor is its
+    FLOPs, so a copy of its bytes (0.18 ms) says nothing about it."""
+    t = Timings(ms=1.938, ms_p20=1.93, ms_p80=1.95, torch_ms=1.86, compiled="n/a",
+                bytes=536870912.0, flops=1.1e12, input_sets=1, size_copy_ms=0.1803)  # fmt: skip
+    compute = derived(t, copy_gbps=3003.0, matmul_tflops=787.0)
+    assert compute["bound"] == "compute" and compute["vs_copy"] is None
+    memory = derived(replace(t, flops=1.0), copy_gbps=3003.0, matmul_tflops=787.0)
+    assert memory["bound"] == "memory" and memory["vs_copy"] == pytest.approx(0.1803 / 1.938)

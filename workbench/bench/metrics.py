@@ -120,6 +120,7 @@ def derived(t: Timings, copy_gbps: float, matmul_tflops: float) -> dict:
         "compile_ms": compiled,
         "speedup_vs_torch": speedup(t.torch_ms, t.ms),
         "speedup_vs_compile": speedup(compiled, t.ms) if compiled is not None else t.compiled,
-        # a copy of the same bytes against the kernel: 1.0 moves them as fast as a copy can
-        "vs_copy": speedup(t.size_copy_ms, t.ms),
+        # a copy of the same bytes against the kernel: 1.0 moves them as fast as a copy can;
+        # said of memory-bound cases only (a compute-bound one's floor is its FLOPs)
+        "vs_copy": speedup(t.size_copy_ms, t.ms) if bound == "memory" else None,
     }
