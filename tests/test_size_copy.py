@@ -27,7 +27,7 @@ from workbench.diagnosis.rank import MIN_GAIN
 from workbench.diagnosis.roofline import AS_FAST_AS_COPY, far_from_peak
 from workbench.views import bench as benchview
 
-H100 = json.loads((FIXTURES / "bench_h100_before_copy.json").read_text())
+H100 = json.loads((FIXTURES / "h100_report_before_copy.json").read_text())
 """The H100's bench report as it stood before a same-size copy was timed beside each case."""
 COPY_REACH = 0.93
 """What a copy of a case's bytes is taken to reach of the 1 GiB copy's bandwidth here."""
@@ -121,7 +121,7 @@ def test_tables_show_vs_copy_and_an_old_result_reads_as_a_dash():
 
 
 def test_every_stored_h100_result_still_reads():
-    for path in (FIXTURES / "bench_h100_before_copy.json", FIXTURES / "bench_h100_partial.json"):
+    for path in (FIXTURES / "h100_report_before_copy.json", FIXTURES / "bench_h100_partial.json"):
         doc = json.loads(path.read_text())
         result = BenchResult.from_dict({**doc, "kernel": "all"})
         assert all(r.vs_copy is None and r.size_copy_ms is None for r in result.records)
