@@ -1,7 +1,7 @@
 """`check.compare` as it was before the reference side was prepared apart: every call measured
-the reference and its wider run again, in two float64 passes with a host sync per chunk. Kept
-unchanged as the oracle the prepared comparison must agree with, field by field
-(tests/test_check_prepared.py).
+the reference and its wider run again, in two float64 passes with a host sync per chunk. Kept as the
+oracle the prepared comparison must agree with, field by field (tests/test_check_prepared.py);
+the wording and the tail's blocks, which did not change, come from check.compare.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 import torch
 
 from workbench.catalog.spec import KernelSpec, Shape, Tolerance
-from workbench.check import stochastic, verdict
+from workbench.check import stochastic
+from workbench.check.compare import _unravel, _why, boundary_blocks
 from workbench.check.exact import Yardstick
 from workbench.check.result import CaseResult
 from workbench.check.rule import (
@@ -298,92 +299,3 @@ def _stochastic(
         for _, _, o64, r64, _ in _chunks(o, r, r):
             tally.add(o64, r64, tol)
     return tally.judge(tol)
-
-
-def _why(case: CaseResult, judged: list[_Judged]) -> str:
-    if case.stochastic:
-        return stochastic.describe(case.stochastic)
-    parts = []
-    if case.unwritten:
-        parts.append(f"{case.unwritten} of {case.numel} outputs not written (still the poison NaN)")
-    if case.read_padding:
-        parts.append(
-            f"{case.read_padding} outputs hold the NaN of the strided input's padding "
-            "(read outside the input's view)"
-        )
-    if case.nonfinite:
-        parts.append(f"{case.nonfinite} outputs NaN/Inf where the reference is finite")
-    for j in judged:
-        parts += _over(j)
-    if case.boundary_only:
-        parts.append(f"all within the last partial tile of {verdict.tail_words([case])}")
-    return "; ".join(parts)
-
-
-def _over(j: _Judged) -> list[str]:
-    """What one output exceeds beyond its NaN/Inf, with what it was allowed."""
-    l2, worst = j.bound
-    off = j.bad - j.unwritten - j.read_padding - j.nonfinite
-    yardstick = f"the {j.against} run" if j.against else "the reference"
-    said = []
-    if j.rule == "calibrated":
-        ref = j.reference or (0.0, 0.0)
-        if off > 0:
-            said.append(
-                f"{off} of {j.numel} elements off {yardstick} by more than {worst:.3g} of "
-                f"max(|value|, RMS) (worst {j.kernel[1]:.3g}; the reference's {ref[1]:.3g})"
-            )
-        if j.l2_over and math.isfinite(j.kernel[0]):
-            said.append(
-                f"relative L2 error {j.kernel[0]:.3g} > {l2:.3g} against {yardstick} "
-                f"(the reference's {ref[0]:.3g})"
-            )
-    elif j.rule == "stated":
-        if off > 0:
-            said.append(f"{off} of {j.numel} elements outside the spec's tolerance")
-        if j.l2_over and math.isfinite(j.kernel[0]):
-            said.append(f"relative L2 error {j.kernel[0]:.3g} > the spec's {l2:g}")
-    elif off > 0:
-        said.append(f"{off} of {j.numel} integer elements differ")
-    return said
-
-
-def _unravel(flat: int, shape: Shape) -> list[int]:
-    idx = []
-    for size in reversed(shape):
-        idx.append(flat % size)
-        flat //= size
-    return list(reversed(idx))
-
-
-def boundary_blocks(bad_flat: torch.Tensor, shape: Shape) -> list[int]:
-    """Every power-of-two block B (16..largest size) whose partial last tile holds all wrong
-    elements, smallest first.
-
-    With a tile of B elements along a dimension of size s (s % B != 0), the partial tile covers
-    indices >= s // B * B. Errors confined there are the signature of a missing or wrong mask;
-    a few wrong elements fit many widths, and the widths several shapes share narrow them down.
-    `bad_flat` holds the flat (row-major) indices of the wrong elements.
-    """
-    if bad_flat.numel() == 0 or not shape:
-        return []
-    coords, rest = [], bad_flat
-    for size in reversed(shape):
-        coords.append(rest % size)
-        rest = rest // size
-    coords.reverse()
-    found, block = [], 16
-    while block <= max(shape):
-        in_tail = torch.zeros_like(bad_flat, dtype=torch.bool)
-        for idx, size in zip(coords, shape):
-            if size % block and size >= block:
-                in_tail |= idx >= size // block * block
-        if bool(in_tail.all()):
-            found.append(block)
-        block *= 2
-    return found
-
-
-def boundary_block(bad_flat: torch.Tensor, shape: Shape) -> int | None:
-    """The smallest of `boundary_blocks`, None when there is none."""
-    return next(iter(boundary_blocks(bad_flat, shape)), None)
