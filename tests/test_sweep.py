@@ -307,3 +307,67 @@ def test_the_progress_line_names_a_config_only_once_one_runs(capsys):
     lines = capsys.readouterr().err.splitlines()
     assert lines[:2] == ["  [0/3] ETA -", "  [0/3] ETA -"]
     assert lines[2].startswith("  [1/3] ETA ") and lines[2].endswith(" s  BLOCK=64,num_warps=4")
+
+
+COUNTED = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 256}, num_warps=4)], key=["n"])
+@triton.jit
+def _copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def kernel_fn(a, b):
+    y = torch.empty_like(a)
+    _copy[lambda meta: (triton.cdiv(a.numel(), meta["BLOCK"]),)](a, y, a.numel())
+    return a @ b
+
+
+def reference_fn(a, b):
+    return a @ b
+
+
+def get_inputs():
+    return [torch.randn(64, 32, device="cuda"), torch.randn(32, 16, device="cuda")]
+"""
+
+
+def test_a_reference_without_a_flop_formula_is_counted_beside_the_sweep(tmp_path):
+    """No `flops` in the module: its reference's FLOPs are counted on meta inputs in a compile
+    worker (the meta device's first use costs seconds the sweep does not wait for) and reach
+    the result's problem for the shape, for the static model."""
+    (tmp_path / "counted_mm.py").write_text(COUNTED)
+    env = {"WORKBENCH_DEVICE": "cpu", "WORKBENCH_REPORTS": str(tmp_path / "r")}
+    out = cli("sweep", "counted_mm", "--path", str(tmp_path / "counted_mm.py"), "--json", env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    (problem,) = json.loads(out.stdout)["result"]["problems"].values()
+    assert problem["flops"] == 2 * 64 * 32 * 16 and problem["elsize"] == 4
+
+
+POOL_COUNT = """
+import sys
+from workbench.catalog.loader import import_module, module_specs
+from workbench.sweep.pool import CompilePool
+spec = module_specs(import_module(sys.argv[1]))[0]
+pool = CompilePool(1, spec)
+print(pool.count_flops((64, 32, 16), "bfloat16").result(), "mpmath" in sys.modules)
+"""
+
+
+def test_the_flops_are_counted_in_a_compile_worker_not_in_the_sweeps_process():
+    """The meta device's first use imports ~500 modules (sympy, mpmath: 6.5 s on the GPU host,
+    where nothing is byte-compiled ahead); the count runs in a forked compile worker with the
+    spec it inherited, and the sweep's own process imports none of it."""
+    import subprocess
+    import sys
+
+    matmul16 = str(ROOT / "benchmarks" / "sweep_matmul16.py")
+    out = subprocess.run(
+        [sys.executable, "-c", POOL_COUNT, matmul16], capture_output=True, text=True, timeout=300
+    )
+    assert out.stdout.split() == [str(2.0 * 64 * 32 * 16), "False"], out.stderr[-2000:]

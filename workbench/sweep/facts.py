@@ -29,19 +29,37 @@ def device(gpu: bool, dtype: str | None) -> dict:
     return out
 
 
-def problem(spec: KernelSpec, launch: Launch, shape: Shape, dtype: str | None, device: str) -> dict:
-    """The kernel's integer arguments by name, the reference's FLOPs at `shape` (the spec's
-    formula, else counted on meta inputs; None where the inputs cannot be made there: the
-    reference is not run for real just for this) and the element size of its floating inputs."""
+def problem(launch: Launch, dtype: str | None, flops: float | None) -> dict:
+    """The kernel's integer arguments by name, the reference's FLOPs (`flops`, None until
+    counted) and the element size of the launch's floating tensors (the dtype's, for a launch
+    whose operands are TMA descriptors)."""
+    import torch
+
     fixed = launch.constexprs()
-    sizes = {k: v for k, v in launch.arguments().items() if type(v) is int and k not in fixed}
-    tdtype = tensors.torch_dtype(dtype) if dtype else None
-    args = tuple(tensors.sizes_on_meta(lambda dev: spec.make_inputs(shape, tdtype, dev), device))
-    floating = [a for a in args if hasattr(a, "is_floating_point") and a.is_floating_point()]
+    arguments = launch.arguments()
+    sizes = {k: v for k, v in arguments.items() if type(v) is int and k not in fixed}
+    floating = [
+        a for a in arguments.values() if isinstance(a, torch.Tensor) and a.is_floating_point()
+    ]
     elsize = floating[0].element_size() if floating else model.ELSIZE.get(dtype or "", 2)
-    flops = None
-    if spec.flops:
-        flops = float(spec.flops(shape))
-    elif all(a.is_meta for a in args if hasattr(a, "is_meta")):
-        flops = work.count(spec.reference_fn, args)[0]
     return {"sizes": sizes, "flops": flops, "elsize": elsize}
+
+
+def formula_flops(spec: KernelSpec, shape: Shape) -> float | None:
+    """The spec's FLOP formula at `shape`; None without one (they must be counted)."""
+    return float(spec.flops(shape)) if spec.flops else None
+
+
+def counted_flops(spec: KernelSpec, shape: Shape, dtype: str | None) -> float | None:
+    """The reference's FLOPs at `shape`, counted on meta inputs; None where the inputs cannot be
+    made there (the reference is not run for real just for this). A process's first use of the
+    meta device imports PyTorch's reference operators (6.5 s on the GPU host), so the sweep
+    counts in a compile worker, beside the work (`pool.CompilePool.count_flops`)."""
+    tdtype = tensors.torch_dtype(dtype) if dtype else None
+    try:
+        args = tuple(tensors.sizes_on_meta(lambda d: spec.make_inputs(shape, tdtype, d), "meta"))
+    except Exception:  # noqa: BLE001 - inputs that read values cannot be made on meta
+        return None
+    if not all(a.is_meta for a in args if hasattr(a, "is_meta")):
+        return None
+    return work.count(spec.reference_fn, args)[0]

@@ -25,7 +25,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, as_completed
+from concurrent.futures import Future, as_completed, wait
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,9 @@ BACKLOG = 2
 holds, another cannot take."""
 BENCHES = 2
 """Shapes whose inputs and references a worker keeps on the GPU at once."""
+COUNT_WAIT_S = 60.0
+"""How long a worker told to end waits for FLOP counts still under way (a first count imports
+PyTorch's reference operators: seconds)."""
 LAST_WORDS_S = 1.0
 """How long the watchdog waits, once it has said which config overran, before ending the
 process: the event must reach the runner (a Ray actor's stream sends it on its own time)."""
@@ -83,7 +86,7 @@ class _sweep:
 
     def __enter__(self) -> Sweep:
         start = time.perf_counter()
-        self.pool = CompilePool(self.params.jobs or os.cpu_count() or 1)
+        self.pool = CompilePool(self.params.jobs or os.cpu_count() or 1, self.spec)
         timings = {"pool_start_s": round(time.perf_counter() - start, 3)}
         if self.gpu:  # the pool has forked: CUDA may start now, before the worker is ready
             start = time.perf_counter()
@@ -113,6 +116,9 @@ class Sweep:
         self.benches: dict[str, dict] = {}
         self.best: dict[str, float] = {}
         self.current: tuple[float, ConfigAt, int] | None = None
+        self.counting: dict[Future, tuple[list, Launch]] = {}
+        """FLOP counts under way in the pool: the shape and launch each is for."""
+        self.inbox: queue.Queue = queue.Queue()
         self.emit: Emit = ctx.emit
         self.strategy = params.strategy
 
@@ -163,7 +169,7 @@ class Sweep:
         """The worker loop: ask for items as the pool frees up, compile them ahead, check and
         time each as its compile lands (GPU work first, new messages before it), and hand each
         row back; plan the shapes when asked to; return when told to end."""
-        self.emit = emit
+        self.emit, self.inbox = emit, inbox
         threading.Thread(target=self._watch, daemon=True).start()
         emit({"event": "ready", "head": self.head()})
         compiling: dict[Future, dict] = {}
@@ -183,8 +189,12 @@ class Sweep:
                 message = inbox.get()
                 self._add_time("wait_s", time.perf_counter() - started)
             if message is None or message.get("end"):
+                for future in wait(list(self.counting), timeout=COUNT_WAIT_S).done:
+                    self._counted(future)
                 return
-            if "compiled" in message:
+            if "counted" in message:
+                self._counted(message["counted"])
+            elif "compiled" in message:
                 future = message["compiled"]
                 compiled.append((compiling.pop(future), future))
             elif message.get("plan"):
@@ -222,6 +232,7 @@ class Sweep:
                     "static"
                 )
             text = shape_text(shape)
+            formula = facts.formula_flops(self.spec, shape)
             out = []
             for values in configs:
                 label = space.key(values)
@@ -237,12 +248,33 @@ class Sweep:
                     "configs": out,
                     "triton": bool(self.timed and tuner is not None and pick),
                     "search": self.timed and self.strategy != "exhaustive",
-                    # what the static model explains the losers by
-                    "problem": facts.problem(self.spec, base, shape, self.dtype, self.ctx.device),
+                    # what the static model explains the losers by (FLOPs to count: later)
+                    "problem": facts.problem(base, self.dtype, formula),
                     "notes": notes,
                     "last": n == len(shapes) - 1,
                 }
             )
+            if self.spec.flops is None:
+                self._count(shape, base)
+
+    def _count(self, shape: Shape, base: Launch) -> None:
+        """Count the reference's FLOPs at `shape` in a compile worker; its `problem` event follows
+        when the count lands (or, at the latest, when this worker is told to end)."""
+        future = self.pool.count_flops(shape, self.dtype)
+        self.counting[future] = (list(shape), base)
+        future.add_done_callback(lambda f: self.inbox.put({"counted": f}))
+
+    def _counted(self, future: Future) -> None:
+        if future not in self.counting:  # said already, at the end
+            return
+        shape, base = self.counting.pop(future)
+        try:
+            flops = future.result()
+        except Exception:  # noqa: BLE001 - an uncountable reference leaves the model without FLOPs
+            flops = None
+        if flops is not None:
+            problem = facts.problem(base, self.dtype, flops)
+            self.emit({"event": "problem", "shape": shape, "problem": problem})
 
     def _launch(self, shape: Shape) -> tuple[Launch, Any]:
         """The launch to sweep at `shape` and its Autotuner, captured once per shape."""

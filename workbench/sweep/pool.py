@@ -20,6 +20,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from workbench.catalog.spec import KernelSpec, Shape
 from workbench.ir import disasm
 from workbench.ir.capture import Launch
 from workbench.run.faults import problem_from_exception
@@ -28,15 +29,24 @@ from workbench.runtime.errors import WorkbenchError, fail
 
 
 class CompilePool:
-    """`jobs` forked workers, started at once; `submit` returns a Future of `compile_task`."""
+    """`jobs` forked workers, started at once; `submit` returns a Future of `compile_task`,
+    `count_flops` one of the reference's FLOPs at a shape (`spec`'s, inherited by the fork)."""
 
-    def __init__(self, jobs: int):
+    def __init__(self, jobs: int, spec: KernelSpec | None = None):
         self.jobs = max(1, jobs)
         context = multiprocessing.get_context("fork")
         self.executor = ProcessPoolExecutor(
-            self.jobs, mp_context=context, initializer=_follow_parent, initargs=(os.getpid(),)
+            self.jobs,
+            mp_context=context,
+            initializer=_follow_parent,
+            initargs=(os.getpid(), spec),  # forked, not pickled: a spec's lambdas come along
         )
         self.executor.submit(os.getpid).result()  # forks every worker now, before any CUDA use
+
+    def count_flops(self, shape: Shape, dtype: str | None) -> Future:
+        """A Future of `sweep.facts.counted_flops` at `shape`, counted in a worker: its first
+        use of the meta device costs seconds that the sweep's own process does not wait for."""
+        return self.executor.submit(_count_task, tuple(shape), dtype)
 
     def submit(self, launch: Launch, arch: int, cubin: Path) -> Future:
         options, signature, constexprs, attrs = compat.bind_launch(
@@ -50,10 +60,16 @@ class CompilePool:
         self.executor.shutdown(wait=False, cancel_futures=True)
 
 
-def _follow_parent(parent: int) -> None:
-    """In a worker: end with the process that forked it, however that one ended (a segfault
-    leaves no one to close the pool). A Ray actor's death is seen only once every process
-    holding its sockets is gone."""
+_SPEC: KernelSpec | None = None
+"""In a worker: the sweep's spec, as the pool's creator had it."""
+
+
+def _follow_parent(parent: int, spec: KernelSpec | None) -> None:
+    """In a worker: keep the sweep's spec, and end with the process that forked it, however
+    that one ended (a segfault leaves no one to close the pool). A Ray actor's death is seen
+    only once every process holding its sockets is gone."""
+    global _SPEC
+    _SPEC = spec
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -79,6 +95,12 @@ def compile_task(where: tuple[str, str], arch: int, bound: tuple, cubin: str) ->
     except Exception as exc:  # noqa: BLE001 - one config failing leaves the others' results
         out["problem"] = problem_from_exception(exc).to_dict()
     return out
+
+
+def _count_task(shape: Shape, dtype: str | None) -> float | None:
+    from workbench.sweep import facts
+
+    return facts.counted_flops(_SPEC, shape, dtype) if _SPEC is not None else None
 
 
 def _function(module: str, name: str) -> Any:

@@ -122,6 +122,8 @@ class WorkQueue:
                 w.asking = max(1, int(event.get("n") or 1))
             elif kind == "plan":
                 self._plan(event)
+            elif kind == "problem":  # a shape's FLOPs, counted after its plan
+                self.problems[shape_text(event["shape"])] = event["problem"]
             elif kind == "running":
                 w.running = event.get("id")
             elif kind == "config-timeout":
