@@ -1,9 +1,10 @@
 """GPU goal: the sweep's work queue over 1, 2, 4... GPUs of this host, natively and on a local
 Ray cluster, on a space whose one-GPU timing phase lasts a minute or more. Two workloads:
   matmul  (default) the grouped bf16 matmul of sweep_matmul16.py over record_spaces.py's 360
-          configs at eight shapes (its three, 4096^3, 8192x8192x512, 256x4096x4096, and five
-          more of 2^35 to 2^37 FLOP): 2,880 checks and timings of 0.1 to 10 ms kernels, the
-          GPU's work dominating (a one-GPU timing phase of about a minute on an H100);
+          configs at ten shapes (its three, 4096^3, 8192x8192x512, 256x4096x4096, and seven
+          more of 2^35 to 2^37 FLOP): 3,600 checks and timings of 0.1 to 10 ms kernels, the
+          GPU's work dominating (eight shapes gave a one-GPU timing phase of 55 s on an H100
+          once the check was prepared per shape: ten keep it past a minute);
   moe     the MoE grouped GEMM of sweep_moe.py over its auto space (162 configs) at 21 token
           counts from 1 to 4096: 3,402 rows of 10-100 us kernels, each worker's per-shape set-up
           (capture, inputs, references) and per-row overheads dominating.
@@ -54,7 +55,7 @@ MOE_SPACE = 162
 """Configs of the moe auto space per shape (before pruning)."""
 KILL_AT = 0.25
 MORE_SHAPES = ("8192x4096x4096", "4096x8192x2048", "2048x4096x8192", "8192x8192x1024",
-               "1024x8192x8192")  # fmt: skip
+               "1024x8192x8192", "8192x2048x8192", "4096x4096x8192")  # fmt: skip
 """Matmul shapes past record_spaces.py's three: a timing phase long enough to share out."""
 
 
