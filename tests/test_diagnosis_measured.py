@@ -5,6 +5,7 @@ launch-bound; each fires on its flawed facts and stays silent on the others."""
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import replace
 
 import pytest
@@ -164,3 +165,19 @@ def test_ncu_placement_edges():
         "latency"
     )
     assert from_ncu(replace(base, sm_throughput_pct=50.0)) is None
+
+
+def test_contiguous_but_scalar_accesses_at_an_unaligned_length_say_so():
+    """The H100's ncu launch of pitfall_off_by_one_fixed at 2^28 - 1 floats: 4x the sectors with
+    contiguous indices. The length leaves no access provably 16-byte aligned, so each lane loads
+    its four floats one at a time (four LDG.E in the SASS; one LDG.E.128 at 2^28): the fix names
+    the length, not the strides."""
+    saved = json.loads((FIXTURES / "ncu_off_by_one_fixed_h100.json").read_text())["kernel"]
+    found = uncoalesced_finding(NcuLaunch.from_dict(saved))
+    assert found is not None and found.evidence["excess"] == pytest.approx(3.0, abs=0.01)
+    assert (found.evidence["length"], found.evidence["vector"]) == (268435455, 4)
+    assert "not a multiple of 4 elements" in found.fix and "LDG.E.128" in found.fix
+    aligned = NcuLaunch.from_dict({**saved, "config": "268435456:float32"})
+    plain = uncoalesced_finding(aligned)
+    assert plain is not None and "length" not in plain.evidence
+    assert plain.fix.startswith("make the fastest-moving index the contiguous one")

@@ -51,6 +51,10 @@ def test_the_rows_the_brief_asks_for_are_there():
     assert not set(wanted) - set(pitfalls.BY_ID)
 
 
+FIX_FIELDS = {"try", "op", "parameter", "remedy", "reason", "line", "message", "length", "vector"}
+"""What a fix template may name: the evidence its detector fills in."""
+
+
 @pytest.mark.parametrize("row", pitfalls.PITFALLS, ids=lambda p: p.id)
 def test_a_row_is_complete(row: pitfalls.Pitfall):
     assert row.kind in pitfalls.KINDS
@@ -60,7 +64,7 @@ def test_a_row_is_complete(row: pitfalls.Pitfall):
         assert t.why and len(t.why) > 20, (row.id, t.name)
     for template in (row.fix, *row.variants.values()):
         fields = {f for _, f, _, _ in string.Formatter().parse(template) if f}
-        assert fields <= {"try", "op", "parameter", "remedy", "reason", "line", "message"}
+        assert fields <= FIX_FIELDS
         assert "{" not in pitfalls.fix_text(row.id)  # every field fills, empty when missing
     assert set(row.facts) <= set(diagnosis.Facts.__dataclass_fields__)
 

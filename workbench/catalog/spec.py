@@ -14,6 +14,8 @@ from typing import Any
 Shape = tuple[int, ...]
 
 DTYPES = ("float32", "float16", "bfloat16")
+ELSIZE = {"float8_e4m3fn": 1, "float8_e5m2": 1, "float16": 2, "bfloat16": 2, "float32": 4}
+"""Bytes per element by dtype name, where no tensor is at hand to ask."""
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,15 @@ from collections.abc import Callable, Collection
 from dataclasses import replace
 from typing import Any
 
+from workbench.catalog.spec import ELSIZE
 from workbench.diagnosis import rank, roofline
 from workbench.diagnosis.facts import Facts
 from workbench.diagnosis.finding import SEVERITIES, Finding
 from workbench.diagnosis.pitfalls import OCCUPANCY_RULES, fix_text, limit
 from workbench.diagnosis.registry import detector
 from workbench.profilers.ncumetrics import NcuLaunch, launches
+from workbench.runtime.errors import WorkbenchError
+from workbench.runtime.grammar import parse_shape
 
 BANK_CONFLICT_RATIO = limit("smem-bank-conflicts", "ratio")
 OCCUPANCY_FLOOR = limit("low-occupancy", "floor")
@@ -417,16 +420,37 @@ def uncoalesced_finding(k: NcuLaunch) -> Finding | None:
         "threshold": EXCESS_SECTORS,
         "line": line["line"] if line else None,
     }
+    unaligned = _unaligned_length(k.config)
+    if unaligned is not None:
+        evidence |= {"length": unaligned[0], "vector": unaligned[1]}
     finding = Finding(
         id="uncoalesced-access",
         title=f"global accesses move {1 + excess:.1f}x the sectors they need: neighbouring "
         "lanes read far-apart addresses",
         severity="high" if excess >= 1.0 else "medium",
         evidence=evidence,
-        fix=fix_text("uncoalesced-access", evidence),
+        fix=fix_text("uncoalesced-access", evidence, variant="unaligned" if unaligned else None),
         gain=_rule_gain(k, "UncoalescedGlobalAccess") or excess / (1.0 + excess),
     )
     return _at_line(finding, line)
+
+
+def _unaligned_length(config: str | None) -> tuple[int, int] | None:
+    """(length, elements per 16 bytes) when the profiled case's last size is not a multiple of
+    one 16-byte vector: Triton then cannot prove a masked access aligned and loads each lane's
+    elements one at a time, 16 bytes apart across the warp (an H100 twin's SASS: four LDG.E at
+    2^28 - 1 floats, one LDG.E.128 at 2^28). Sectors move as if the access were strided while
+    its indices are contiguous."""
+    shape, _, dtype = (config or "").partition(":")
+    elsize = ELSIZE.get(dtype.strip())
+    try:
+        dims = parse_shape(shape) if elsize else ()
+    except WorkbenchError:
+        return None
+    vector = 16 // elsize if elsize else 0
+    if not dims or not vector or dims[-1] % vector == 0:
+        return None
+    return dims[-1], vector
 
 
 # ---- NVIDIA's rules ----------------------------------------------------------------------------

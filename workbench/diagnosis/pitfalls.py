@@ -561,6 +561,14 @@ PITFALLS: tuple[Pitfall, ...] = (
                 "time scales with the sectors it moves, so a quarter more is a quarter slower",
             ),
         ),
+        variants={
+            "unaligned": "the indices may be contiguous and the accesses still scalar: the "
+            "length {length} is not a multiple of {vector} elements (16 bytes), so Triton cannot "
+            "prove a masked access aligned and loads each lane's elements one at a time, lanes "
+            "16 bytes apart (the SASS shows LDG.E, not LDG.E.128); pad the length to a multiple "
+            "of {vector}, or launch the aligned bulk and the tail apart (line {line}). Else: "
+            + COALESCE_FIX
+        },
     ),
     Pitfall(
         "memory-far-from-peak",

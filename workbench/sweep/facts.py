@@ -7,10 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.bench import ceilings, work
-from workbench.catalog.spec import KernelSpec, Shape
+from workbench.catalog.spec import ELSIZE, KernelSpec, Shape
 from workbench.ir.capture import Launch
 from workbench.runtime import tensors
-from workbench.sweep import model
 
 
 def device(gpu: bool, dtype: str | None) -> dict:
@@ -41,7 +40,7 @@ def problem(launch: Launch, dtype: str | None, flops: float | None) -> dict:
     floating = [
         a for a in arguments.values() if isinstance(a, torch.Tensor) and a.is_floating_point()
     ]
-    elsize = floating[0].element_size() if floating else model.ELSIZE.get(dtype or "", 2)
+    elsize = floating[0].element_size() if floating else ELSIZE.get(dtype or "", 2)
     return {"sizes": sizes, "flops": flops, "elsize": elsize}
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from workbench.catalog.spec import ELSIZE
 from workbench.ir.config import block_axis
 from workbench.sweep.row import SweepRow
 
@@ -43,7 +44,6 @@ PUBLISHED = {
 }
 """Dense tensor-core TFLOP/s and HBM GB/s from NVIDIA's datasheets (SXM parts): the ridge when
 the sweep's GPU had no measured ceilings. Any other GPU is read as an H100."""
-ELSIZE = {"float8_e4m3fn": 1, "float8_e5m2": 1, "float16": 2, "bfloat16": 2, "float32": 4}
 
 
 @dataclass(frozen=True)
