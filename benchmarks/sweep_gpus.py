@@ -167,7 +167,18 @@ class Bench:
                 "complete": result["complete"],
                 "summary": {k: result["summary"][k] for k in ("configs", "rows", "ok", "pruned")},
                 "workers": [
-                    {k: s.get(k) for k in ("worker", "gpu_index", "host", "rows", "status")}
+                    {
+                        k: s.get(k)
+                        for k in (
+                            "worker",
+                            "gpu_index",
+                            "host",
+                            "rows",
+                            "status",
+                            "ready_s",
+                            "timings",
+                        )
+                    }
                     | {"lost": len(s.get("lost") or [])}
                     for s in result.get("shards") or []
                 ],

@@ -377,3 +377,26 @@ def test_the_readme_says_the_whole_commands_measured_time_against_the_users_scri
         f"{run['cli_no_triton_pick_wall_s']:.2f} s with\n`--no-triton-pick`",
     ):
         assert said in readme, said
+
+
+def test_a_ray_actors_worker_that_crashes_says_why(tmp_path, monkeypatch):
+    """The actor runs the worker as a child of its own (as `spread` does, apart from Ray's
+    threads and environment): a child that dies at its start ends the actor's stream with the
+    crash's cause, and the child has the driver's OMP_NUM_THREADS (none), not Ray's 1."""
+    from workbench.sweep.cluster import SweepActor
+
+    module, probe = tmp_path / "dies.py", tmp_path / "omp.txt"
+    module.write_text(
+        "import os, pathlib\n"
+        f"pathlib.Path({str(probe)!r}).write_text(os.environ.get('OMP_NUM_THREADS', 'unset'))\n"
+        "os._exit(3)\n"
+    )
+    monkeypatch.setenv("WORKBENCH_REPORTS", str(tmp_path / "reports"))
+    monkeypatch.setenv("WORKBENCH_DEVICE", "cpu")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # what Ray sets in an actor
+    params = SweepParams().to_dict()
+    batches = SweepActor().run(str(module), "dies", params, {"OMP_NUM_THREADS": None}, 60)
+    events = [e for batch in batches for e in batch]
+    assert probe.read_text() == "unset"
+    assert events[-1]["event"] == "error", events
+    assert "exited with status 3" in events[-1]["problem"]["cause"]

@@ -10,7 +10,6 @@ An actor that dies is started again, and what it held goes back on the queue.
 
 from __future__ import annotations
 
-import importlib
 import os
 import queue
 import socket
@@ -22,7 +21,7 @@ from dataclasses import replace
 from types import ModuleType
 
 from workbench.catalog.discovery import KernelEntry
-from workbench.run import jobs, store
+from workbench.run import jobs, kinds, store
 from workbench.run.faults import timeout_problem
 from workbench.run.params import SweepParams
 from workbench.runtime.errors import Problem, fail
@@ -53,16 +52,21 @@ def run_sweep(
 
 
 class SweepActor:
-    """A sweep worker in a Ray actor: the "sweep-worker" job in the actor's process."""
+    """A sweep worker in a Ray actor: the "sweep-worker" job child, started here as `spread`
+    starts it (its own process, session and lifeline), so it runs as on the native path, apart
+    from the actor's threads and the environment Ray gives actors (OMP_NUM_THREADS=1)."""
 
     def __init__(self) -> None:
-        self.inbox: queue.Queue[dict | None] = queue.Queue()
+        self.feed = jobs.Feed()
 
     def give(self, message: dict) -> None:
-        self.inbox.put(message)
+        """A message of the queue's, once the child spoke (it says `ready` before any comes)."""
+        self.feed.send(message)
 
-    def run(self, file: str, kernel: str, params: dict, env: dict[str, str]) -> Iterator[dict]:
-        """The job's events, as the worker child would write them."""
+    def run(
+        self, file: str, kernel: str, params: dict, env: dict[str, str | None], timeout: float
+    ) -> Iterator[list[dict]]:
+        """The job's events, in batches: all that came since the last one was taken."""
         if not os.path.isfile(file):
             problem = Problem(
                 "no-kernel-file",
@@ -71,23 +75,41 @@ class SweepActor:
                 "file system, or the same checkout)",
                 source="environment",
             )
-            yield {"event": "error", "problem": problem.to_dict()}
+            yield [{"event": "error", "problem": problem.to_dict()}]
             return
-        os.environ.update(env)
-        os.environ["TRITON_CACHE_DIR"] = jobs.triton_cache_dir(file, dict(os.environ))
-        run_dir = tempfile.mkdtemp(prefix="workbench-sweep-")
+        for name, value in env.items():  # the driver's, where Ray's own would differ
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        # the child's run folder and log stay on this host, apart from any store of its
+        os.environ["WORKBENCH_REPORTS"] = tempfile.mkdtemp(prefix="workbench-sweep-")
+        entry = KernelEntry(name=kernel, file=file, line=0)
+        job = jobs.Job("sweep-worker", entry, kinds.job_params("sweep-worker", params), timeout)
         events: queue.Queue[dict | None] = queue.Queue()
 
-        # by name, as the worker child imports its job: the driver (the CLI) stays torch-free
-        execute = importlib.import_module("workbench.run.worker").execute
+        said: set[str] = set()
+
+        def event(e: dict) -> None:
+            said.add(e["event"])
+            events.put(e)
 
         def body() -> None:
-            execute("sweep-worker", file, kernel, run_dir, params, events.put, self.inbox)
+            outcome = jobs.run_job(job, event, feed=self.feed)
+            if outcome.status != "ok" and "error" not in said and outcome.problem:
+                events.put({"event": "error", "problem": outcome.problem.to_dict()})  # a crash
             events.put(None)
 
         threading.Thread(target=body, name="sweep-worker", daemon=True).start()
-        while (event := events.get()) is not None:
-            yield event
+        while True:
+            batch = [events.get()]
+            while not events.empty():
+                batch.append(events.get())
+            done = [e for e in batch if e is not None]
+            if done:
+                yield done
+            if None in batch:
+                return
 
 
 def _ray() -> ModuleType:
@@ -130,6 +152,8 @@ def _slots(
     nodes = [n for n in ray.nodes() if n.get("Alive")]
     has_gpus = any(n["Resources"].get("GPU") for n in nodes)
     slots: dict[str, Start] = {}
+    # the driver's own OMP_NUM_THREADS (or none) for the workers: Ray sets 1 in its actors
+    driver = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}
     for node in nodes:
         res, host = node["Resources"], node["NodeManagerAddress"]
         gpus = int(res.get("GPU", 0))
@@ -137,10 +161,12 @@ def _slots(
         if has_gpus:
             share = replace(params, jobs=params.jobs or max(1, cores // max(1, gpus)))
             for i in range(gpus):
-                slots[f"{host}/gpu{i}"] = _start(ray, node, 1, entry, share, {}, runner, timeout)
+                slots[f"{host}/gpu{i}"] = _start(
+                    ray, node, 1, entry, share, driver, runner, timeout
+                )
         else:
             share = replace(params, jobs=params.jobs or cores)
-            env = {"WORKBENCH_DEVICE": "cpu"}  # a GPU-less actor sees no device: the interpreter
+            env = {**driver, "WORKBENCH_DEVICE": "cpu"}  # no device here: the interpreter
             slots[host] = _start(ray, node, 0, entry, share, env, runner, timeout)
     if not slots:
         raise fail("no-cluster", "the Ray cluster has no live node", "start one: ray start --head")
@@ -153,7 +179,7 @@ def _start(
     gpus: int,
     entry: KernelEntry,
     params: SweepParams,
-    env: dict[str, str],
+    env: dict[str, str | None],
     runner: Runner,
     timeout: float,
 ) -> Start:
@@ -175,7 +201,7 @@ def _start(
         try:
             _follow(
                 ray,
-                actor.run.remote(entry.file, entry.name, params.to_dict(), env),
+                actor.run.remote(entry.file, entry.name, params.to_dict(), env, timeout),
                 name,
                 outcome,
                 stop,
@@ -200,7 +226,7 @@ def _start(
             if not ready:
                 continue
             try:
-                event = ray.get(next(stream))  # type: ignore[call-overload]
+                batch = ray.get(next(stream))  # type: ignore[call-overload]
             except StopIteration:
                 break
             except ray.exceptions.RayError as exc:
@@ -211,11 +237,12 @@ def _start(
                     "its configs went to the other workers; the Ray logs of that host say why",
                 )
                 return
-            if event.get("event") == "result":
-                outcome.result = event.get("result")
-            elif event.get("event") == "error":
-                outcome.status, outcome.problem = "error", Problem(**event["problem"])
-            runner.event(name, event)
+            for event in batch:
+                if event.get("event") == "result":
+                    outcome.result = event.get("result")
+                elif event.get("event") == "error":
+                    outcome.status, outcome.problem = "error", Problem(**event["problem"])
+                runner.event(name, event)
         if outcome.status == "ok" and outcome.result is None:
             outcome.status = "crash"
             outcome.problem = Problem("worker-died", f"{name} ended without a result", "")

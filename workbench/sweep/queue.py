@@ -73,6 +73,7 @@ class Worker:
     shape: str | None = None
     """The shape of the last item handed to it: what it has captured and made inputs for."""
     timed_out: int | None = None
+    ready_at: float | None = None
     done: int = 0
     lost: list[str] = field(default_factory=list)
     end: dict = field(default_factory=dict)
@@ -223,8 +224,8 @@ class WorkQueue:
     # -- inside the lock ------------------------------------------------------------------------
 
     def _ready(self, worker: str, w: Worker, head: dict) -> None:
-        w.head = head
-        self.first_ready = self.first_ready or time.monotonic()
+        w.head, w.ready_at = head, time.monotonic()
+        self.first_ready = self.first_ready or w.ready_at
         models = {x.head["gpu"] or "?" for x in self.workers.values() if x.head}
         if len(models) > 1 and self.failed is None:
             self.failed = fail(
@@ -433,6 +434,7 @@ class WorkQueue:
             "gpu_index": head.get("gpu_index"),
             "host": head.get("host"),
             "rows": w.done,
+            "ready_s": None if w.ready_at is None else round(w.ready_at - self.started, 3),
             "timings": w.end.get("timings", {}),
             "status": w.end.get("status", "running"),
             "lost": w.lost,
