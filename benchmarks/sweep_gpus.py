@@ -13,8 +13,8 @@ Triton's own pick is skipped.
 A first run on every GPU compiles the space into the kernel's Triton cache (its numbers are kept
 as "first": cold on a fresh host); then each run is warm: 1 GPU, 2, 4, ... (every power of two up
 to the GPUs present, and all of them), then over `--cluster local` on two of them (the
-native pair's comparison; the one GPU of a one-GPU host), and once more on all GPUs
-with the last GPU's worker killed (SIGKILL) once a quarter of the rows are in, to show its configs
+native pair's comparison, run again after it: run-to-run spread; the one GPU of a one-GPU host),
+and once more on all GPUs with the last GPU's worker killed (SIGKILL) once a quarter of the rows are in, to show its configs
 re-run elsewhere. Every run must give the one-GPU run's rows (the same configs, each with the same
 status) and its winners (each shape's best, or one within noise of it). sweep_s is the timing
 phase: the queue's wall time from the first item handed out to the last row in. Each run's JSON
@@ -98,6 +98,9 @@ def main() -> None:
     else:
         bench.run(f"ray_local_{len(pair)}", ["--cluster", "local"],
                   estimate=bench.guess(len(pair)) + 30, visible=",".join(pair))  # fmt: skip
+        if len(pair) > 1:  # the native pair again: Ray's run between two of them
+            bench.run(f"gpus_{len(pair)}_after", ["--gpus", ",".join(pair)],
+                      estimate=bench.guess(len(pair)))  # fmt: skip
     if args.strategy:
         bench.run("coordinate", ["--gpus", gpus[0], "--strategy", "coordinate"],
                   estimate=bench.guess(1) / 2)  # fmt: skip
@@ -223,11 +226,17 @@ class Bench:
                         entry[key.replace("_s", "_ratio")] = round(t[key] / t1[key], 3)
                 entry["same_as_one_gpu"] = same_rows(one, result)
         for name, result in results.items():  # Ray against the native path on as many GPUs
-            native = results.get(name.replace("ray_local", "gpus"))
-            if name.startswith("ray_local") and native:
-                ours, theirs = result["timings"].get("sweep_s"), native["timings"].get("sweep_s")
+            if not name.startswith("ray_local"):
+                continue
+            native = name.replace("ray_local", "gpus")
+            for key, run in (
+                ("sweep_vs_native", native),
+                ("sweep_vs_native_after", f"{native}_after"),
+            ):
+                ours = result["timings"].get("sweep_s")
+                theirs = results.get(run, {}).get("timings", {}).get("sweep_s")
                 if ours and theirs:
-                    self.report["runs"][name]["sweep_vs_native"] = round(ours / theirs, 3)
+                    self.report["runs"][name][key] = round(ours / theirs, 3)
         if "killed" in results:
             lost = [s for s in results["killed"].get("shards") or [] if s["status"] == "crash"]
             self.report["runs"]["killed"]["lost_configs_rerun"] = bool(lost) and all(
