@@ -379,6 +379,21 @@ def compile_bound(fn: Any, arch: int, bound: tuple[dict, dict, dict, dict]) -> A
     return triton.compile(src, target=gpu_target(arch), options=options)
 
 
+def prime_compiler(arch: int) -> None:
+    """Fill the process-wide caches every compile and every first launch reads: the hash of
+    Triton's own sources and library (`triton_key`: 0.3 s of hashing), ptxas's version, and the
+    code generator's import. A process pool forked after this inherits them: without it each
+    worker's first compile paid 0.4 s more than the next."""
+    try:
+        from triton.runtime.cache import triton_key  # 3.5+
+    except ImportError:
+        from triton.compiler.compiler import triton_key  # type: ignore[no-redef]  # 3.4
+    from triton.compiler import code_generator, make_backend  # noqa: F401
+
+    triton_key()
+    make_backend(gpu_target(arch)).hash()
+
+
 def cross_archs() -> list[int]:
     """The sm_XX archs this Triton's ptxas accepts (Blackwell's 100 and 120 where it has them)."""
     import re

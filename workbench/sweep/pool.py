@@ -23,6 +23,7 @@ from typing import Any
 from workbench.catalog.spec import KernelSpec, Shape
 from workbench.ir import disasm
 from workbench.ir.capture import Launch
+from workbench.ir.occupancy import DEFAULT_ARCH
 from workbench.run.faults import problem_from_exception
 from workbench.runtime import compat
 from workbench.runtime.errors import WorkbenchError, fail
@@ -34,6 +35,7 @@ class CompilePool:
 
     def __init__(self, jobs: int, spec: KernelSpec | None = None):
         self.jobs = max(1, jobs)
+        compat.prime_compiler(DEFAULT_ARCH)  # before the fork: every worker inherits it
         context = multiprocessing.get_context("fork")
         self.executor = ProcessPoolExecutor(
             self.jobs,
