@@ -31,7 +31,7 @@ DEST=$(cd "$DEST" && pwd)
 TGZ=${TGZ:-$DEST.tgz}
 shift
 export WORKBENCH_REPORTS=${WORKBENCH_REPORTS:-/tmp/wb-gallery}
-export PYTHONUNBUFFERED=1
+export PYTHONUNBUFFERED=1 CUDA_DEVICE_ORDER=PCI_BUS_ID # CUDA numbers the cards as nvidia-smi does
 PER_GPU=${PER_GPU:-6}
 REPORT_S=60
 END=$((SECONDS + ${DEADLINE:-540}))
