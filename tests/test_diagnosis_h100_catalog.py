@@ -1,4 +1,4 @@
-"""The whole catalog diagnosed from the facts gathered on an H100 (benchmarks/diagnose_gpu.sh:
+"""The whole catalog diagnosed from the facts gathered on an H100 (benchmarks/gallery_gpus.sh:
 check, compile, neighbours, bench with launch facts, Nsight Compute): every pitfall kernel gets
 its pitfall first, and the fixed twins and the library raise nothing above info, except where a
 finding is true of the kernel (each named below with the measurement that makes it so)."""
