@@ -9,6 +9,12 @@ Whole against whole: the user's script from `python` to its first autotuned call
 torch import included) against the whole `sweep` command, and the command again with
 `--no-triton-pick`, each from an empty cache; goal: the command <= 0.5 x the script.
 
+Where the command's seconds go: each run of it is the command as a person runs it (no --json:
+its table on stdout, a progress line per row on stderr), each stderr line stamped as it lands
+(`timeline`: first row, last row, the line naming its results, the exit), split with the queue's
+own timings (`where`); beside them this host's bare `python`, `import torch` and
+`import matplotlib.pyplot`. Each run's stamped lines and table are kept as DIR/NAME.log.
+
     python benchmarks/sweep_vs_autotune.py --out DIR
 """
 
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -25,7 +32,19 @@ from pathlib import Path
 from _common import MATMUL16, ROOT, out_folder, publish
 
 sys.path.insert(0, str(ROOT))
-from workbench.sweep.analysis import within_noise  # noqa: E402
+from workbench.sweep.analysis import RESULT_FILE, within_noise  # noqa: E402
+from workbench.sweep.result import SweepResult  # noqa: E402
+
+ROW = re.compile(r"\s*\[\d+/\d+\] ")
+"""A progress line: one row has landed."""
+RESULTS = re.compile(r"results \(sweep\.json.*\) in (?P<folder>.+)$")
+"""The command's last line on stderr: its run folder."""
+HOST = {
+    "python_s": "pass",
+    "import_torch_s": "import torch",
+    "import_pyplot_s": "import matplotlib.pyplot",
+}
+"""This host's bare costs, each a fresh `python -c` from launch to exit."""
 
 AUTOTUNE = f"""
 import importlib.util, json, time, torch
@@ -44,6 +63,65 @@ def fresh_env(tmp: Path, name: str) -> dict:
     return {**os.environ, "TRITON_CACHE_DIR": str(tmp / name), "PYTHONPATH": str(ROOT)}
 
 
+def timeline(cmd: list[str], env: dict[str, str]) -> dict:
+    """Run the `sweep` command as a person does and stamp each line of its stderr as it lands,
+    seconds from the launch: when the first row and the last landed, when it named its run
+    folder, when it exited; its stamped stderr and its table kept as `log`."""
+    with tempfile.TemporaryFile() as table:
+        began = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=table, stderr=subprocess.PIPE,
+                                text=True)  # fmt: skip
+        assert proc.stderr is not None
+        lines = [(time.perf_counter() - began, line.rstrip("\n")) for line in proc.stderr]
+        proc.wait()
+        exit_s = time.perf_counter() - began
+        table.seek(0)
+        printed = table.read().decode(errors="replace")
+    rows = [t for t, line in lines if ROW.match(line)]
+    said = [(t, m["folder"]) for t, line in lines if (m := RESULTS.match(line))]
+    log = "\n".join(f"{t:8.3f}  {line}" for t, line in lines) + f"\n{exit_s:8.3f}  exit\n"
+    if not rows or not said:
+        raise SystemExit(f"{' '.join(cmd)} ended {proc.returncode} without its results:\n{log}")
+    return {
+        "rc": proc.returncode,
+        "rows": len(rows),
+        "first_row_s": round(rows[0], 3),
+        "last_row_s": round(rows[-1], 3),
+        "results_s": round(said[-1][0], 3),
+        "exit_s": round(exit_s, 3),
+        "folder": said[-1][1],
+        "log": f"{log}\n{printed}",
+    }
+
+
+def where(run: dict, timings: dict[str, float]) -> dict[str, float]:
+    """The run's wall split, adding up to its exit: the command's own start (to its queue's
+    start), the worker's start (to ready), the plan, the timing phase (first item out to the
+    last row in), the end (last row to the results line: the worker's end and exit, the plot,
+    the records, the table) and the command's exit. The queue's end is taken as the last row's
+    line: where Triton's pick ends after it, its seconds count in the end, not the start."""
+    begun = run["last_row_s"] - timings["total_s"]
+    split = {
+        "cli_start_s": begun,
+        "worker_start_s": timings["start_s"],
+        "plan_s": timings["total_s"] - timings["start_s"] - timings["sweep_s"],
+        "sweep_s": timings["sweep_s"],
+        "end_s": run["results_s"] - run["last_row_s"],
+        "exit_s": run["exit_s"] - run["results_s"],
+    }
+    return {k: round(v, 3) for k, v in split.items()}
+
+
+def host_costs(env: dict[str, str]) -> dict[str, float]:
+    """HOST's walls on this host, now."""
+    out = {}
+    for name, code in HOST.items():
+        began = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
+        out[name] = round(time.perf_counter() - began, 3)
+    return out
+
+
 def main() -> None:
     out = out_folder()
     tmp = Path(tempfile.mkdtemp(prefix="sweep-vs-autotune-"))
@@ -59,20 +137,22 @@ def main() -> None:
     )  # fmt: skip
     script_wall = time.perf_counter() - start
 
-    def command(name: str, *extra: str) -> tuple[subprocess.CompletedProcess, float]:
-        began = time.perf_counter()
-        done = subprocess.run(
-            [sys.executable, "-m", "workbench", "sweep", "matmul16", "--path", str(MATMUL16),
-             "--json", *extra],
-            env={**fresh_env(tmp, name), "WORKBENCH_REPORTS": str(out / "reports")},
-            capture_output=True, text=True, cwd=ROOT,
-        )  # fmt: skip
-        return done, time.perf_counter() - began
+    host = host_costs(fresh_env(tmp, "host"))
 
-    proc, cli_wall = command("sweep")
-    _, unpicked_wall = command("sweep-unpicked", "--no-triton-pick")
-    (out / "sweep_vs_autotune_cli.json").write_text(proc.stdout)
-    result = json.loads(proc.stdout)["result"]
+    def command(name: str, *extra: str) -> tuple[dict, dict]:
+        """(the run's timeline, its result as sweep.json keeps it)."""
+        cmd = [sys.executable, "-m", "workbench", "sweep", "matmul16", "--path", str(MATMUL16),
+               *extra]  # fmt: skip
+        env = {**fresh_env(tmp, name), "WORKBENCH_REPORTS": str(out / "reports")}
+        run = timeline(cmd, env)
+        (out / f"{name}.log").write_text(run.pop("log"))
+        kept = json.loads((Path(run["folder"]) / RESULT_FILE).read_text())
+        return run, SweepResult.from_dict(kept).to_dict()
+
+    picked, result = command("sweep")
+    unpicked, unpicked_result = command("sweep-unpicked", "--no-triton-pick")
+    (out / "sweep_vs_autotune_cli.json").write_text(json.dumps({"result": result}, indent=2))
+    cli_wall, unpicked_wall = picked["exit_s"], unpicked["exit_s"]
     shape = next(iter(result["shapes"]))
     info = result["shapes"][shape]
     t = result["timings"]
@@ -100,6 +180,12 @@ def main() -> None:
         "same_or_within_noise": bool(best and pick and (best is pick or within_noise(best, pick))),
         "in_run_triton_pick": info.get("triton"),
         "summary": result["summary"],
+        "host": host,
+        "timeline": {"sweep": picked, "sweep_no_triton_pick": unpicked},
+        "where": {
+            "sweep": where(picked, t),
+            "sweep_no_triton_pick": where(unpicked, unpicked_result["timings"]),
+        },
     }
     publish(report, out, "sweep_vs_autotune")
 

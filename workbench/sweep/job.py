@@ -189,8 +189,11 @@ class Sweep:
                 message = inbox.get()
                 self._add_time("wait_s", time.perf_counter() - started)
             if message is None or message.get("end"):
-                for future in wait(list(self.counting), timeout=COUNT_WAIT_S).done:
-                    self._counted(future)
+                if self.counting:  # the sweep's end waits on them: say how long
+                    started = time.perf_counter()
+                    for future in wait(list(self.counting), timeout=COUNT_WAIT_S).done:
+                        self._counted(future)
+                    self._add_time("count_wait_s", time.perf_counter() - started)
                 return
             if "counted" in message:
                 self._counted(message["counted"])

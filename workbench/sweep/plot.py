@@ -4,6 +4,7 @@ occupancy, failures (pure, matplotlib only for the PNG)."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -94,9 +95,14 @@ def bars(rows: list[SweepRow], width: int = 40) -> list[str]:
     return lines
 
 
-def png(result: SweepResult, path: Path) -> str | None:
-    """`figure` as a PNG at `path`, cropped to what it holds; None where matplotlib is missing
-    or nothing was timed."""
+def prefetch() -> None:
+    """Import pyplot in a daemon thread: begun as a timed sweep starts, the import is made while
+    the sweep's process waits on its workers, not after the last row (`png`)."""
+    threading.Thread(target=_pyplot, name="pyplot-import", daemon=True).start()
+
+
+def _pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend; None where matplotlib is missing."""
     try:
         import matplotlib
 
@@ -104,9 +110,16 @@ def png(result: SweepResult, path: Path) -> str | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    fig = figure(result)
-    if fig is None:
+    return plt
+
+
+def png(result: SweepResult, path: Path) -> str | None:
+    """`figure` as a PNG at `path`, cropped to what it holds; None where nothing was timed (a
+    static sweep does not import matplotlib) or matplotlib is missing."""
+    plt = _pyplot() if analysis.ranked(result.rows) else None
+    if plt is None:
         return None
+    fig = figure(result)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return str(path)

@@ -145,6 +145,8 @@ class Runner:
         threads = [threading.Thread(target=self._slot, args=item) for item in slots.items()]
         for thread in threads:  # all at once: each worker's imports overlap the others'
             thread.start()
+        if self.params.time and machine.has_gpu():  # a timed sweep ends with its plot
+            plot.prefetch()
         saved = time.monotonic()
         for thread in threads:
             while thread.is_alive():
