@@ -10,16 +10,16 @@ Ray cluster, on a space whose one-GPU timing phase lasts a minute or more. Two w
           (capture, inputs, references) and per-row overheads dominating.
 Triton's own pick is skipped.
 
-A first run on every GPU compiles the space into the kernel's Triton cache (its numbers are kept
-as "first": cold on a fresh host); then each run is warm: 1 GPU, 2, 4, ... (every power of two up
-to the GPUs present, and all of them), then over `--cluster local` on two of them (the
-native pair's comparison, run again after it: run-to-run spread; the one GPU of a one-GPU host),
-and once more on all GPUs with the last GPU's worker killed (SIGKILL) once a quarter of the rows
-are in, to show its configs re-run elsewhere. Every run must give the one-GPU run's rows (the same configs, each with the same
-status) and its winners (each shape's best, or one within noise of it). sweep_s is the timing
-phase: the queue's wall time from the first item handed out to the last row in. Each run's JSON
-and log, and the report (ratios to one GPU), are packed into DIR/sweep_gpus.tgz; a step that would
-overrun --budget-s (the device tool's 10 minutes less a margin) is skipped and said so.
+A first run on every GPU compiles the space into the kernel's Triton cache (its numbers are kept as
+"first": cold on a fresh host); then each run is warm: 1 GPU, 2, 4, ... (every power of two up to
+the GPUs present, and all of them), then over `--cluster local` on two of them (the native pair's
+comparison, run again after it: run-to-run spread; the one GPU of a one-GPU host), and once more on
+all GPUs with the last GPU's worker killed (SIGKILL) once a quarter of the rows are in, to show its
+configs re-run elsewhere. Every run must give the one-GPU run's rows (the same configs, each with
+the same status) and its winners (each shape's best, or one within noise of it). sweep_s is the
+timing phase: the queue's wall time from the first item handed out to the last row in. Each run's
+JSON and log, and the report (ratios to one GPU), are packed into DIR/sweep_gpus.tgz; a step that
+would overrun --budget-s (the device tool's 10 minutes less a margin) is skipped and said so.
 
     python benchmarks/sweep_gpus.py --out DIR [--workload matmul3|moe] [--strategy] [--budget-s 520]
 
