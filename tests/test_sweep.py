@@ -388,9 +388,10 @@ print(CompilePool(1).executor.submit(cached).result())
 """
 
 
-def test_compile_workers_inherit_the_compilers_caches():
+def test_compile_workers_start_with_the_compilers_caches_filled():
     """Each compile worker's first compile paid 0.4 s more than its next (Triton hashing its
-    own sources and library): the pool fills that cache before it forks, so no worker does."""
+    own sources and library): each worker fills that cache as it starts, while the sweep's
+    process plans, so no compile waits for it."""
     import subprocess
     import sys
 

@@ -21,7 +21,7 @@ from conftest import FIXTURES, ROOT, cli
 from workbench.catalog.discovery import discover
 from workbench.run.params import SweepParams
 from workbench.run.store import Store
-from workbench.sweep import spread
+from workbench.sweep import job, spread
 from workbench.sweep.queue import END, TRIES, WorkQueue
 from workbench.sweep.result import SweepResult
 
@@ -400,3 +400,23 @@ def test_a_ray_actors_worker_that_crashes_says_why(tmp_path, monkeypatch):
     assert probe.read_text() == "unset"
     assert events[-1]["event"] == "error", events
     assert "exited with status 3" in events[-1]["problem"]["cause"]
+
+
+def test_a_flop_count_that_did_not_land_leaves_a_note_and_no_facts():
+    """A timed sweep's worker ends without a FLOP count still under way (a first count on the
+    meta device takes seconds): its `problem` event then carries only a note, which the result
+    keeps, and the shape's planned facts stand."""
+    work = WorkQueue(120.0)
+    work.on_event("a", {"event": "ready", "head": _head()})
+    _ask(work, "a", 1)
+    plan = {**_plan([8], [16]), "problem": {"sizes": {"n": 8}, "flops": None, "elsize": 2}}
+    work.on_event("a", plan)
+    [(_, message)] = _ask(work, "a", 1)
+    note = job.UNCOUNTED.format(shape="8")
+    work.on_event("a", {"event": "problem", "shape": [8], "notes": [note]})
+    work.on_event("a", _timed(message["items"][0], 1.0))
+    work.on_event("a", {"event": "result", "result": {"timings": {}}})
+    result = work.result()
+    assert result is not None and note in result.notes and note.startswith("8: ")
+    assert result.problems["8"] == {"sizes": {"n": 8}, "flops": None, "elsize": 2}
+    assert job.COUNT_WAIT_S["timed"] < 1.0 <= job.COUNT_WAIT_S["static"]

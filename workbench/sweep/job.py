@@ -53,9 +53,16 @@ BACKLOG = 2
 holds, another cannot take."""
 BENCHES = 2
 """Shapes whose inputs and references a worker keeps on the GPU at once."""
-COUNT_WAIT_S = 60.0
-"""How long a worker told to end waits for FLOP counts still under way (a first count imports
-PyTorch's reference operators: seconds)."""
+COUNT_WAIT_S = {"timed": 0.5, "static": 60.0}
+"""How long a worker told to end waits for FLOP counts still under way. A process's first count
+imports PyTorch's reference operators (6.5 s on the GPU host, where a 16-config sweep's rows are
+all in 1.5 s after its start): a timed sweep ends without it rather than wait, and says so; a
+static sweep, with no timings to give, waits for what the model reads."""
+UNCOUNTED = (
+    "{shape}: the reference's FLOPs were still being counted (on PyTorch's meta device, whose "
+    "first use takes seconds) when the sweep ended, and the model went without them (one GEMM "
+    "per launch, where it tiles one); a `flops` formula in the kernel's spec gives them at once"
+)
 LAST_WORDS_S = 1.0
 """How long the watchdog waits, once it has said which config overran, before ending the
 process: the event must reach the runner (a Ray actor's stream sends it on its own time)."""
@@ -189,11 +196,16 @@ class Sweep:
                 message = inbox.get()
                 self._add_time("wait_s", time.perf_counter() - started)
             if message is None or message.get("end"):
-                if self.counting:  # the sweep's end waits on them: say how long
+                if self.counting:  # the sweep's end waits on them a little: say how long
                     started = time.perf_counter()
-                    for future in wait(list(self.counting), timeout=COUNT_WAIT_S).done:
+                    limit = COUNT_WAIT_S["timed" if self.timed else "static"]
+                    for future in wait(list(self.counting), timeout=limit).done:
                         self._counted(future)
                     self._add_time("count_wait_s", time.perf_counter() - started)
+                    for shape, _ in self.counting.values():
+                        where = shape_text(shape) if shape else "get_inputs()"
+                        note = UNCOUNTED.format(shape=where)
+                        emit({"event": "problem", "shape": shape, "notes": [note]})
                 return
             if "counted" in message:
                 self._counted(message["counted"])
@@ -262,7 +274,7 @@ class Sweep:
 
     def _count(self, shape: Shape, base: Launch) -> None:
         """Count the reference's FLOPs at `shape` in a compile worker; its `problem` event follows
-        when the count lands (or, at the latest, when this worker is told to end)."""
+        when the count lands (a note instead, when it has not landed by the sweep's end)."""
         future = self.pool.count_flops(shape, self.dtype)
         self.counting[future] = (list(shape), base)
         future.add_done_callback(lambda f: self.inbox.put({"counted": f}))

@@ -35,7 +35,6 @@ class CompilePool:
 
     def __init__(self, jobs: int, spec: KernelSpec | None = None):
         self.jobs = max(1, jobs)
-        compat.prime_compiler(DEFAULT_ARCH)  # before the fork: every worker inherits it
         context = multiprocessing.get_context("fork")
         self.executor = ProcessPoolExecutor(
             self.jobs,
@@ -43,7 +42,9 @@ class CompilePool:
             initializer=_follow_parent,
             initargs=(os.getpid(), spec),  # forked, not pickled: a spec's lambdas come along
         )
-        self.executor.submit(os.getpid).result()  # forks every worker now, before any CUDA use
+        self.executor.submit(os.getpid)  # forks every worker now, before any CUDA use
+        # this process's first launch reads the same caches: filled beside its CUDA start-up
+        threading.Thread(target=_prime, daemon=True).start()
 
     def count_flops(self, shape: Shape, dtype: str | None) -> Future:
         """A Future of `sweep.facts.counted_flops` at `shape`, counted in a worker: its first
@@ -67,9 +68,10 @@ _SPEC: KernelSpec | None = None
 
 
 def _follow_parent(parent: int, spec: KernelSpec | None) -> None:
-    """In a worker: keep the sweep's spec, and end with the process that forked it, however
-    that one ended (a segfault leaves no one to close the pool). A Ray actor's death is seen
-    only once every process holding its sockets is gone."""
+    """In a worker: keep the sweep's spec, end with the process that forked it, however that
+    one ended (a segfault leaves no one to close the pool; a Ray actor's death is seen only once
+    every process holding its sockets is gone), and fill the compiler's caches while the
+    sweep's process plans, rather than in the first compile."""
     global _SPEC
     _SPEC = spec
 
@@ -79,6 +81,14 @@ def _follow_parent(parent: int, spec: KernelSpec | None) -> None:
         os._exit(0)
 
     threading.Thread(target=watch, daemon=True).start()
+    _prime()
+
+
+def _prime() -> None:
+    try:
+        compat.prime_compiler(DEFAULT_ARCH)
+    except Exception:  # noqa: BLE001 - a compile that cannot start says why, as a config's row
+        pass
 
 
 def compile_task(where: tuple[str, str], arch: int, bound: tuple, cubin: str) -> dict:

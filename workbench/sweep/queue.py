@@ -123,8 +123,10 @@ class WorkQueue:
                 w.asking = max(1, int(event.get("n") or 1))
             elif kind == "plan":
                 self._plan(event)
-            elif kind == "problem":  # a shape's FLOPs, counted after its plan
-                self.problems[shape_text(event["shape"])] = event["problem"]
+            elif kind == "problem":  # a shape's FLOPs, counted after its plan (or a note why not)
+                if event.get("problem"):
+                    self.problems[shape_text(event["shape"])] = event["problem"]
+                self.notes += [n for n in event.get("notes", []) if n not in self.notes]
             elif kind == "running":
                 w.running = event.get("id")
             elif kind == "config-timeout":
