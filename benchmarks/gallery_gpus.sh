@@ -22,7 +22,7 @@
 # (default DEST.tgz) re-packed after every run, so a call cut off still brings back what it
 # finished.
 #   bash benchmarks/gallery_gpus.sh DEST [NAME ...]
-#   env: GPUS (default: every card nvidia-smi lists), PER_GPU (6), DEADLINE (s, 540), NCU_LOCK,
+#   env: GPUS (default: every card nvidia-smi lists), PER_GPU (4), DEADLINE (s, 540), NCU_LOCK,
 #   TGZ
 set -u
 DEST=${1:?destination folder}
@@ -32,7 +32,7 @@ TGZ=${TGZ:-$DEST.tgz}
 shift
 export WORKBENCH_REPORTS=${WORKBENCH_REPORTS:-/tmp/wb-gallery}
 export PYTHONUNBUFFERED=1 CUDA_DEVICE_ORDER=PCI_BUS_ID # CUDA numbers the cards as nvidia-smi does
-PER_GPU=${PER_GPU:-6}
+PER_GPU=${PER_GPU:-4}  # six on one H100 stalled four runs for 240 s once: cause not found
 REPORT_S=60
 END=$((SECONDS + ${DEADLINE:-540}))
 GPUS=${GPUS:-$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | paste -sd ' ')}
@@ -161,6 +161,8 @@ if [ $# -eq 0 ]; then
   add 2 100 alone transformer_try 150 transformer \
     diagnose transformer --dtype float16 --try launch-bound --json
   add 2 70 alone bench_softmax_online 90 softmax_online bench softmax_online --no-compile
+  # every dtype's cases, each against its own ceiling on the roofline (diagnose benches one)
+  add 2 90 alone bench_matmul 150 matmul bench matmul --no-compile
   add 2 110 alone sweep_matmul 120 - sweep matmul --dtype float16 --jobs "$each"
   add 2 90 alone sweep_softmax_online 100 - sweep softmax_online --dtype float16 --jobs "$each"
   for name in attention layer_norm gelu softmax; do

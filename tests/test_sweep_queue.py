@@ -336,7 +336,8 @@ def test_the_four_gpu_measurement_gives_one_gpus_rows_and_the_readme_says_its_ra
     differed is the one shape whose kernels are too short to rank across runs."""
     report = json.loads((FIXTURES / "sweep_gpus_h100x4.json").read_text())
     runs = report["runs"]
-    assert set(runs) == {"first", "gpus_1", "gpus_2", "gpus_4", "ray_local_2", "killed"}
+    assert set(runs) == {"first", "gpus_1", "gpus_2", "gpus_4", "ray_local_2", "gpus_2_after",
+                         "killed"}  # fmt: skip
     readme = (ROOT / "README.md").read_text()
     for name, run in runs.items():
         same = run["same_as_one_gpu"]
@@ -344,11 +345,14 @@ def test_the_four_gpu_measurement_gives_one_gpus_rows_and_the_readme_says_its_ra
         assert same["same_configs"] and not same["status_differs"], name
         assert all(w.startswith("256x4096x4096:") for w in same["winners_differ"]), name
     assert runs["killed"]["lost_configs_rerun"] and runs["killed"]["killed"]["gpu"] == "3"
-    for run in (runs["gpus_2"], runs["gpus_4"], runs["killed"]):
+    for run in (runs["gpus_2"], runs["gpus_4"], runs["gpus_2_after"], runs["killed"]):
         assert f"| {run['timings']['sweep_s']:.1f} s | {run['sweep_ratio']}x |" in readme
         assert f"{run['same_as_one_gpu']['winners_agree']}" in readme
+    assert runs["gpus_1"]["timings"]["sweep_s"] >= 60  # a phase long enough to share out
     assert runs["gpus_2"]["sweep_ratio"] <= 0.55 and runs["gpus_4"]["sweep_ratio"] <= 0.30
-    assert f"{runs['ray_local_2']['sweep_vs_native']}x of the native pair" in readme
+    ray = runs["ray_local_2"]
+    assert f"{ray['sweep_vs_native']}x of the native pair" in readme
+    assert f"{ray['sweep_vs_native_after']}x the one run after it" in readme
 
 
 def test_on_one_gpu_ray_costs_the_timing_phase_nothing_and_coordinate_finds_the_best_live():
