@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import triton
@@ -98,8 +99,42 @@ def test_arch_outside_ptxas_is_refused_with_the_choices():
     assert out.returncode == 2 and "sm_20" in out.stderr and "sm_90" in out.stderr
 
 
-def test_resume_after_a_cancelled_run_keeps_finished_configs(tmp_path):
-    entry = discover([THREE_NAME]).find("sweep_three_name")
+HELD = (
+    Path(THREE_NAME)
+    .read_text()
+    .replace(
+        'triton.Config({"BLOCK": 1024}, num_warps=8),',
+        'triton.Config({"BLOCK": 1024}, num_warps=8, pre_hook=_hold),',
+    )
+    .replace(
+        "@triton.autotune(",
+        """_seen = set()
+
+
+def _hold(nargs):  # from its second call (the first is the capture's), while SWEEP_HELD is there
+    start = time.monotonic()
+    while "prepared" in _seen and os.path.exists(os.environ["SWEEP_HELD"]):
+        if time.monotonic() - start > 60:
+            break
+        time.sleep(0.05)
+    _seen.add("prepared")
+
+
+@triton.autotune(""",
+    )
+    .replace("import torch", "import os\nimport time\n\nimport torch")
+)
+"""sweep_three_name with its 1024 config held as the sweep prepares it, while the file that
+SWEEP_HELD names is there: a sweep cancelled at its first row has rows still to come, however
+fast the others compile."""
+
+
+def test_resume_after_a_cancelled_run_keeps_finished_configs(tmp_path, monkeypatch):
+    (tmp_path / "sweep_held.py").write_text(HELD.replace("_scale", "_held"))
+    held = tmp_path / "held"
+    held.touch()
+    monkeypatch.setenv("SWEEP_HELD", str(held))
+    entry = discover([str(tmp_path / "sweep_held.py")]).find("sweep_held")
     params = SweepParams(jobs=1)
     cancel = threading.Event()
     seen: list[dict] = []
@@ -115,8 +150,9 @@ def test_resume_after_a_cancelled_run_keeps_finished_configs(tmp_path):
     assert 1 <= len(kept["rows"]) < 3 and not kept["complete"]
     from workbench.sweep import spread
 
-    resume = spread.resume_file("sweep_three_name")
+    resume = spread.resume_file("sweep_held")
     assert resume and first.run_id in resume
+    held.unlink()
     second = jobs.run_job(jobs.Job("sweep", entry, replace(params, resume=resume)))
     assert second.status == "ok"
     rows = second.result["rows"]

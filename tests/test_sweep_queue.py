@@ -281,6 +281,8 @@ def test_a_config_that_kills_every_worker_is_recorded_as_crashing(tmp_path):
 
 
 def test_a_cancelled_sweep_resumes_with_what_finished(tmp_path, one_worker):
+    (tmp_path / "marks").mkdir()
+    (tmp_path / "marks" / "hold").touch()  # the slow config stays: the cancel finds work left
     cancel = threading.Event()
     seen: list[dict] = []
 
@@ -296,6 +298,7 @@ def test_a_cancelled_sweep_resumes_with_what_finished(tmp_path, one_worker):
     assert 1 <= len(kept["rows"]) < 5
     resume = spread.resume_file("sweep_uneven")
     assert resume == str(Path(outcomes[-1].run_dir) / "sweep.json")
+    (tmp_path / "marks" / "hold").unlink()
     (second, _), _ = _sweep(tmp_path, [], {"resume": resume})
     assert second.complete and _same(second.rows) == _same(one_worker)
     again = next(r for r in second.rows if r["label"] == kept["rows"][0]["label"])
