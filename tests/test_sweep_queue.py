@@ -276,8 +276,10 @@ def test_a_config_that_kills_every_worker_is_recorded_as_crashing(tmp_path):
     rows = {r["values"]["MODE"]: r for r in result.rows}
     assert rows[0]["status"] == "static" and result.complete
     assert rows[2]["status"] == "failed" and rows[2]["problem"]["kind"] == "config-crash"
-    workers = [o for o in outcomes if o.job.kind == "sweep-worker"]
-    assert [o.status for o in workers] == ["crash"] * TRIES  # the other config was done by then
+    # its pre_hook said which config it prepared: only that one is blamed; the other, held
+    # beside it at a death, went back and was done on a later worker
+    statuses = [o.status for o in outcomes if o.job.kind == "sweep-worker"]
+    assert statuses.count("crash") == TRIES and set(statuses[TRIES:]) <= {"ok"}, statuses
 
 
 def test_a_cancelled_sweep_resumes_with_what_finished(tmp_path, one_worker):

@@ -308,6 +308,8 @@ class Sweep:
         row = item["row"] = _blank(shape, item["values"], base, tuner)
         folder = Path(self.ctx.run_dir) / "cubins" / shape_text(shape).replace(" ", "")
         try:
+            if hook is not None:  # the kernel's own code runs now: a death here is this config's
+                self._running(row, item["id"])
             launch = config_launch(base, item["values"], hook)
             row["programs"] = launch.programs()
             return self.pool.submit(launch, self.arch, folder / f"{item['id']}_{base.name}.cubin")
@@ -315,6 +317,8 @@ class Sweep:
             row.update(status="failed", problem=problem_from_exception(exc).to_dict())
             self.emit({"event": "config", "id": item["id"], "row": row})
             return None
+        finally:
+            self.current = None
 
     def _finish(self, item: dict, future: Future | None) -> None:
         """A compiled item: checked and timed on a GPU (Triton's pick, for its item)."""
