@@ -103,7 +103,8 @@ def test_one_queue_over_every_gpu_gives_one_gpus_rows_and_winner():
 
 def test_the_model_explains_all_but_two_losers_of_the_sixteen_config_matmul():
     """The recorded H100 sweep's goal on this GPU: a static reason for 13 or more of 15 losers,
-    from the facts the job records (the grid, the kernel's M, N, K, the reference's FLOPs)."""
+    from the facts the job records (the grid, the kernel's M, N, K, the reference's FLOPs when
+    their count lands in time)."""
     path = str(Path(__file__).parents[2] / "benchmarks" / "sweep_matmul16.py")
     proc = cli("sweep", "matmul16", "--path", path, "--json")
     assert proc.stdout.strip(), proc.stderr[-3000:]
@@ -112,7 +113,11 @@ def test_the_model_explains_all_but_two_losers_of_the_sixteen_config_matmul():
     result = json.loads(proc.stdout)["result"]
     [facts] = result["problems"].values()
     assert {k: facts["sizes"][k] for k in "MNK"} == {"M": 4096, "N": 4096, "K": 4096}
-    assert facts["flops"] == 2 * 4096**3 and facts["elsize"] == 2
+    # no FLOP formula: counted on the meta device beside the sweep, or left out, with a note,
+    # when the count still ran at the sweep's end (its first use takes seconds on a fresh host)
+    uncounted = any("still being counted" in n for n in result["notes"])
+    assert facts["flops"] == 2 * 4096**3 or (facts["flops"] is None and uncounted)
+    assert facts["elsize"] == 2
     for row in result["rows"]:
         v = row["values"]
         assert row["programs"] == (4096 // v["BLOCK_M"]) * (4096 // v["BLOCK_N"])
