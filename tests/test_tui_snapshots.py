@@ -104,12 +104,14 @@ async def _shown(pilot, kernel: str, *keys: str) -> None:  # type: ignore[no-unt
         await pilot.pause()
     app.clear_notifications()
     # a pane fills its tables from a thread, and their column widths settle a refresh after the
-    # rows land: wait until two frames in a row are the same
-    before = None
-    for _ in range(40):
+    # rows land: wait until four frames in a row are the same (two were, once, on a loaded host,
+    # before the widths settled)
+    before, same = None, 0
+    for _ in range(80):
         await pilot.pause(0.05)
         now = app.export_screenshot()
-        if now == before:
+        same = same + 1 if now == before else 0
+        if same == 3:
             break
         before = now
 
