@@ -382,8 +382,8 @@ def compile_bound(fn: Any, arch: int, bound: tuple[dict, dict, dict, dict]) -> A
 def prime_compiler(arch: int) -> None:
     """Fill the process-wide caches every compile and every first launch reads: the hash of
     Triton's own sources and library (`triton_key`: 0.3 s of hashing), ptxas's version, and the
-    code generator's import. A process pool forked after this inherits them: without it each
-    worker's first compile paid 0.4 s more than the next."""
+    code generator's import. Each compile worker calls it as it starts: without it the worker's
+    first compile paid 0.4 s more than the next."""
     try:
         from triton.runtime.cache import triton_key  # 3.5+
     except ImportError:
