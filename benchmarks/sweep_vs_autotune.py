@@ -14,6 +14,8 @@ its table on stdout, a progress line per row on stderr), each stderr line stampe
 (`timeline`: first row, last row, the line naming its results, the exit), split with the queue's
 own timings (`where`); beside them this host's bare `python`, `import torch` and
 `import matplotlib.pyplot`. Each run's stamped lines and table are kept as DIR/NAME.log.
+Then PAIRS more times, the script and the command with `--no-triton-pick` one after the other
+(`pairs`, each ratio and their median): one pair is one draw of the host's noise.
 
     python benchmarks/sweep_vs_autotune.py --out DIR
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,6 +48,7 @@ HOST = {
     "import_pyplot_s": "import matplotlib.pyplot",
 }
 """This host's bare costs, each a fresh `python -c` from launch to exit."""
+PAIRS = 3
 
 AUTOTUNE = f"""
 import importlib.util, json, time, torch
@@ -130,12 +134,17 @@ def main() -> None:
         text=True, check=True,
     )  # fmt: skip
     autotune = json.loads(tuned.stdout.strip().splitlines()[-1])
-    start = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-c", AUTOTUNE], env=fresh_env(tmp, "script"), capture_output=True,
-        text=True, check=True,
-    )  # fmt: skip
-    script_wall = time.perf_counter() - start
+
+    def script(name: str) -> float:
+        """The user's script from launch to exit, from an empty cache of its own."""
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-c", AUTOTUNE], env=fresh_env(tmp, name), capture_output=True,
+            text=True, check=True,
+        )  # fmt: skip
+        return time.perf_counter() - start
+
+    script_wall = script("script")
 
     host = host_costs(fresh_env(tmp, "host"))
 
@@ -151,6 +160,12 @@ def main() -> None:
 
     picked, result = command("sweep")
     unpicked, unpicked_result = command("sweep-unpicked", "--no-triton-pick")
+    pairs = []
+    for n in range(PAIRS):
+        script_s = script(f"script-{n}")
+        command_s = command(f"sweep-unpicked-{n}", "--no-triton-pick")[0]["exit_s"]
+        pairs.append({"script_s": round(script_s, 3), "command_s": command_s,
+                      "ratio": round(command_s / script_s, 3)})  # fmt: skip
     (out / "sweep_vs_autotune_cli.json").write_text(json.dumps({"result": result}, indent=2))
     cli_wall, unpicked_wall = picked["exit_s"], unpicked["exit_s"]
     shape = next(iter(result["shapes"]))
@@ -172,6 +187,8 @@ def main() -> None:
         "cli_vs_script": round(cli_wall / script_wall, 3),
         "cli_no_triton_pick_wall_s": round(unpicked_wall, 3),
         "cli_no_triton_pick_vs_script": round(unpicked_wall / script_wall, 3),
+        "pairs": pairs,
+        "pairs_median_ratio": statistics.median(p["ratio"] for p in pairs),
         "timings": t,
         "sweep_best": info["best"],
         "sweep_best_ms": info["best_ms"],

@@ -53,11 +53,12 @@ BACKLOG = 2
 holds, another cannot take."""
 BENCHES = 2
 """Shapes whose inputs and references a worker keeps on the GPU at once."""
-COUNT_WAIT_S = {"timed": 0.5, "static": 60.0}
+COUNT_WAIT_S = {"timed": 0.0, "static": 60.0}
 """How long a worker told to end waits for FLOP counts still under way. A process's first count
 imports PyTorch's reference operators (6.5 s on the GPU host, where a 16-config sweep's rows are
-all in 1.5 s after its start): a timed sweep ends without it rather than wait, and says so; a
-static sweep, with no timings to give, waits for what the model reads."""
+all in 1.5 s after its start): a timed sweep ends with the counts that have landed and says
+which did not (a longer sweep has them all); a static sweep, with no timings to give, waits for
+what the model reads."""
 UNCOUNTED = (
     "{shape}: the reference's FLOPs were still being counted (on PyTorch's meta device, whose "
     "first use takes seconds) when the sweep ended, and the model went without them (one GEMM "
@@ -226,6 +227,8 @@ class Sweep:
                         future.add_done_callback(lambda f: inbox.put({"compiled": f}))
                     elif "values" not in item:  # Triton's pick, or a shape's search
                         compiled.append((item, None))
+                if not compiled:
+                    self._prepare(message["items"])
 
     def _plan(self) -> None:
         """Each shape's configs in order, with the rows already known (an earlier run's, those the
@@ -352,6 +355,19 @@ class Sweep:
             hash=out["hash"],
             resources=out["resources"],
         )
+
+    def _prepare(self, items: list[dict]) -> None:
+        """Make the first new shape's inputs and reference while its configs compile, rather than
+        after the first compile lands (0.5 s of a 16-config sweep's critical path on an H100).
+        A failure here is left to the config that needs them, which names it."""
+        if not self.timed or len(self.benches) >= BENCHES:
+            return
+        new = [tuple(i["shape"]) for i in items if shape_text(i["shape"]) not in self.benches]
+        if new:
+            try:
+                self._bench(new[0])
+            except Exception:  # noqa: BLE001 - raised again, with its config, by _time_row
+                self.benches.pop(shape_text(new[0]), None)
 
     def _bench(self, shape: Shape) -> dict:
         """The shape's inputs and references, made once per shape, with the reference side of
