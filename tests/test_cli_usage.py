@@ -217,3 +217,26 @@ def test_blackwell_archs_compile_with_their_own_limits():
         variant = json.loads(out.stdout)["result"]["variants"][0]
         occ[arch] = variant["resources"]["occupancy"]
     assert occ["sm_100"]["max_warps"] == 64 and occ["sm_120"]["max_warps"] == 48
+
+
+def test_a_named_command_builds_and_imports_its_own_parser_alone():
+    """`sweep ...` imports the sweep command's module, not the other ten (their imports are
+    time a sweep waits before its worker starts); `--help`, a misspelt command or none list
+    every command, and --path before the command is passed over."""
+    code = (
+        "import sys; from workbench.cli.main import build_parser; "
+        "p = build_parser(sys.argv[1:]); "
+        "print(sorted(p._subparsers._group_actions[0].choices), "
+        "'workbench.cli.check' in sys.modules)"
+    )
+
+    def built(*argv: str) -> str:
+        run = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        return run.stdout.strip()
+
+    assert built("sweep", "vector_add") == "['sweep', 'tui'] False"
+    assert built("--path", "zoo", "list") == "['list', 'tui'] False"
+    for argv in (["--help"], ["swep"], ["listing"], []):
+        assert built(*argv).endswith("'tui'] True"), argv
+        assert built(*argv).count("'") == 24, argv  # the eleven commands and tui

@@ -16,12 +16,14 @@ from workbench.cli.options import add_path_option
 from workbench.runtime.errors import Problem, WorkbenchError
 from workbench.views.text import escaped_output, print_json, print_problem
 
-COMMANDS = (
-    "listing", "check", "history", "bench", "profile", "ir", "resources", "cache", "sweep",
-    "diagnose", "report",
-)  # fmt: skip
-"""One module per command under workbench.cli, each with add_parser(sub) and run(args);
-imported when the parser is built, so opening the UI does not wait for them."""
+MODULES = {
+    "list": "listing", "check": "check", "history": "history", "bench": "bench",
+    "profile": "profile", "ir": "ir", "resources": "resources", "cache": "cache",
+    "sweep": "sweep", "diagnose": "diagnose", "report": "report",
+}  # fmt: skip
+"""Each command's module under workbench.cli, with add_parser(sub) and run(args); imported when
+the parser is built, so opening the UI does not wait for them, and only the one named when a
+command is (the others' imports are a tenth of a second before a sweep can start its worker)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -35,7 +37,9 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """Every command's parser; the named command's alone where `argv` names one."""
+    named = _command(argv or [])
     parser = _Parser(
         prog="workbench", description="Check, measure, read and profile Triton kernels."
     )
@@ -45,9 +49,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     tui = sub.add_parser("tui", help="open the terminal UI (the default)")
     add_path_option(tui)
-    for name in COMMANDS:
+    for name in [MODULES[named]] if named else MODULES.values():
         importlib.import_module(f"workbench.cli.{name}").add_parser(sub)
     return parser
+
+
+def _command(argv: list[str]) -> str | None:
+    """The command `argv` names before anything else but --path options; None if none."""
+    args = iter(argv)
+    for arg in args:
+        if arg == "--path":
+            next(args, None)
+        elif not arg.startswith("--path="):
+            return arg if arg in MODULES else None
+    return None
 
 
 def ui_paths(argv: list[str]) -> list[str] | None:
@@ -71,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         from workbench.tui.app import run_app
 
         return run_app(paths)
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     paths = [*args.leading_path, *getattr(args, "path", [])]
     if args.command in (None, "tui"):
