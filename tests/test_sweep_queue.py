@@ -429,3 +429,33 @@ def test_a_flop_count_that_did_not_land_leaves_a_note_and_no_facts():
     assert result is not None and note in result.notes and note.startswith("8: ")
     assert result.problems["8"] == {"sizes": {"n": 8}, "flops": None, "elsize": 2}
     assert job.COUNT_WAIT_S["timed"] < 1.0 <= job.COUNT_WAIT_S["static"]
+
+
+def test_the_runner_draws_the_plot_as_the_last_row_lands_and_again_only_if_it_changed(
+    tmp_path, monkeypatch
+):
+    """A timed sweep's PNG is begun when its last row lands (while the workers end), taken as
+    it is when the result draws the same, and drawn again when something it shows changed."""
+    from workbench.sweep import plot
+
+    monkeypatch.setenv("WORKBENCH_REPORTS", str(tmp_path))
+    drawn: list[str] = []
+    real_png = plot.png
+    monkeypatch.setattr(plot, "png", lambda r, p: drawn.append(plot.key(r)) or real_png(r, p))
+    entry = discover([str(FIXTURES / "sweep_three_name.py")]).find("sweep_three_name")
+    runner = spread.Runner(entry, SweepParams(), None, None, 60.0)
+    runner.event("a", {"event": "ready", "head": _head()})
+    runner.event("a", {"event": "want", "n": 2})
+    runner.event("a", _plan([8], [16, 32]))
+    [(_, message)] = _ask(runner.queue, "a", 2)
+    first, second = message["items"]
+    runner.event("a", _timed(first, 2.0))
+    assert runner.drawing is None  # a row is still out
+    runner.event("a", _timed(second, 1.0))
+    assert runner.drawing is not None
+    result = runner.queue.result()
+    assert result is not None
+    path = runner._plot(result)
+    assert path is not None and Path(path).stat().st_size > 0 and len(drawn) == 1
+    result.rows[0]["ms"] = 3.0
+    assert runner._plot(result) == path and len(drawn) == 2

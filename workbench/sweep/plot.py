@@ -4,6 +4,7 @@ occupancy, failures (pure, matplotlib only for the PNG)."""
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,12 @@ def png(result: SweepResult, path: Path) -> str | None:
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return str(path)
+
+
+def key(result: SweepResult) -> str:
+    """What `figure` draws from: two results with one key give one picture."""
+    drawn = (result.kernel, result.dtype, result.gpu, result.arch, result.rows, result.triton)
+    return json.dumps(drawn, sort_keys=True, default=str)
 
 
 def figure(result: SweepResult) -> Any:

@@ -120,6 +120,8 @@ class Runner:
         self.outcomes: list[jobs.Outcome] = []
         self.lock = threading.Lock()
         self.unsaved = threading.Event()
+        self.drawing: tuple[threading.Thread, dict] | None = None
+        """The plot begun as the last row landed, with what it drew (`plot.key`) and its path."""
 
     def link(self, worker: str, send: Callable[[dict], object]) -> None:
         """How to reach `worker` (before it can speak)."""
@@ -132,6 +134,8 @@ class Runner:
         kind = event.get("event")
         if kind in ("config", "triton", "searched"):
             self.unsaved.set()
+            if self.params.time and self.queue.finished:
+                self._draw()
         if self.on_event is None:
             return
         if kind == "config":
@@ -218,7 +222,7 @@ class Runner:
         if result is not None:
             self._save()
             try:
-                result.plot = plot.png(result, Path(self.folder) / "sweep.png")
+                result.plot = self._plot(result)
             except OSError as exc:  # the disk filled during the sweep: the result is printed
                 result.store_problem = store.write_fault(Path(self.folder), exc).problem.to_dict()
         job = jobs.Job("sweep", self.entry, self.params, self.timeout)
@@ -227,6 +231,33 @@ class Runner:
         outcome.seconds = result.timings.get("total_s", 0.0) if result else 0.0
         self._record(outcome, result)
         return result, [*self.outcomes, outcome]
+
+    def _draw(self) -> None:
+        """Begin the plot once every row is in, while the workers end (0.3 s on a GPU host, the
+        larger part of a short sweep's end)."""
+        with self.lock:
+            if self.drawing is not None:
+                return
+            result = self.queue.result()
+            drawn: dict = {"key": result and plot.key(result)}
+            self.drawing = (threading.Thread(target=self._png, args=(result, drawn)), drawn)
+        self.drawing[0].start()
+
+    def _png(self, result: SweepResult | None, drawn: dict) -> None:
+        try:
+            drawn["path"] = plot.png(result, Path(self.folder) / "sweep.png") if result else None
+        except OSError:  # said by the plot drawn again at the end
+            drawn["key"] = None
+
+    def _plot(self, result: SweepResult) -> str | None:
+        """The sweep's PNG: the one begun as the last row landed where the result draws the same
+        (a FLOP count landing after it changes the losers' reasons), else drawn now."""
+        if self.drawing is not None:
+            thread, drawn = self.drawing
+            thread.join()
+            if drawn["key"] == plot.key(result):
+                return drawn["path"]
+        return plot.png(result, Path(self.folder) / "sweep.png")
 
     def _record(self, outcome: jobs.Outcome, result: SweepResult | None) -> None:
         workers = [o.run_id for o in self.outcomes]
