@@ -435,3 +435,29 @@ def test_compile_workers_start_with_the_compilers_caches_filled():
         [sys.executable, "-c", POOL_PRIMED], capture_output=True, text=True, timeout=300
     )
     assert out.stdout.split() == ["1"], out.stderr[-2000:]
+
+
+POOL_AFTER_DRIVER = """
+import threading, time
+from workbench.runtime import driver_start
+from workbench.sweep.pool import CompilePool
+
+ended = threading.Event()
+driver_start.begin(lambda: (time.sleep(1.0), ended.set()))
+driver_start.begin(lambda: None)  # once per process: this one is not started
+pool = CompilePool(2)
+print(ended.is_set(), pool.executor.submit(int).result())
+"""
+
+
+def test_the_compile_pool_forks_only_once_the_drivers_start_has_ended():
+    """A GPU job starts the CUDA driver in a thread while it imports; the pool's fork waits for
+    that thread (a fork inside the driver's start would leave its locks held in the children)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", POOL_AFTER_DRIVER], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "0"], out.stdout

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from workbench.run import kinds, lifeline, machine
-from workbench.runtime import compat
+from workbench.runtime import compat, driver_start
 from workbench.runtime.errors import WorkbenchError
 
 LEAVE_AT_END = ("sweep-worker",)
@@ -100,6 +100,8 @@ def execute(
     `emit`: the child's whole life after its lifeline, and a Ray actor's (`sweep.cluster`).
     `params` is their JSON, read as the kind's parameters here (a wrong shape is an error)."""
     gpu = machine.has_gpu()
+    if gpu:
+        driver_start.begin()  # while the kernel's module imports torch
     try:
         if not gpu:
             os.environ["TRITON_INTERPRET"] = "1"

@@ -1,9 +1,10 @@
 """Compile configs in parallel and read their static resources (the sweep job's side; imports
 triton).
 
-The workers are forked once, before the job touches CUDA, from a process that has already
-imported torch, triton and the kernel module: no start-up per config (16 fresh processes that
-each import torch ate the parallel gain on the GPU host). Each task carries only plain data, what
+The workers are forked once, before the job makes a CUDA context (the driver itself may have
+started: `runtime.driver_start`), from a process that has already imported torch, triton and the
+kernel module: no start-up per config (16 fresh processes that each import torch ate the
+parallel gain on the GPU host). Each task carries only plain data, what
 `compat.bind_launch` made of one config's launch, and names the @triton.jit function by module
 and name; the worker compiles it with `triton.compile` (the cubin lands in Triton's cache, where
 the timing launch finds it) and reads registers, spills and shared memory from the cubin.
@@ -25,7 +26,7 @@ from workbench.ir import disasm
 from workbench.ir.capture import Launch
 from workbench.ir.occupancy import DEFAULT_ARCH
 from workbench.run.faults import problem_from_exception
-from workbench.runtime import compat
+from workbench.runtime import compat, driver_start
 from workbench.runtime.errors import WorkbenchError, fail
 
 
@@ -35,6 +36,7 @@ class CompilePool:
 
     def __init__(self, jobs: int, spec: KernelSpec | None = None):
         self.jobs = max(1, jobs)
+        driver_start.wait()  # no fork while another thread is inside the driver
         context = multiprocessing.get_context("fork")
         self.executor = ProcessPoolExecutor(
             self.jobs,
@@ -42,7 +44,7 @@ class CompilePool:
             initializer=_follow_parent,
             initargs=(os.getpid(), spec),  # forked, not pickled: a spec's lambdas come along
         )
-        self.executor.submit(os.getpid)  # forks every worker now, before any CUDA use
+        self.executor.submit(os.getpid)  # forks every worker now, before any CUDA context
         # this process's first launch reads the same caches: filled beside its CUDA start-up
         threading.Thread(target=_prime, daemon=True).start()
 
