@@ -73,20 +73,23 @@ def _profile(
         if cuda:
             torch.cuda.synchronize()
 
-    prepared = []
-    for i, config in enumerate(configs):  # every warm-up first: the capture window holds ranges
-        name = range_name(spec.name, config)
+    made = []
+    for config in configs:
         dtype = tensors.torch_dtype(config.dtype) if config.dtype else None
-        args = tuple(spec.make_inputs(config.shape, dtype, ctx.device))
-        ctx.emit({"event": "phase", "phase": "warmup", "range": name, "index": i})
-        start = time.perf_counter()
-        for _ in range(warmup):
-            spec.kernel_fn(*args)
-        sync()
-        prepared.append((name, config, args, time.perf_counter() - start))
+        made.append((config, tuple(spec.make_inputs(config.shape, dtype, ctx.device))))
     ranges = []
-    # The profiler replays and times the ranges' kernels: alone on the GPU (see gpu_lock).
+    # Alone on the GPU (see gpu_lock), warm-ups included: a first call autotunes, timing each
+    # config, and every warm-up's kernels would skew another run's timing beside them.
     with gpu_lock.alone(ctx.device, lambda path: _waiting(ctx, path)):
+        prepared = []
+        for i, (config, args) in enumerate(made):  # every warm-up first: the capture holds ranges
+            name = range_name(spec.name, config)
+            ctx.emit({"event": "phase", "phase": "warmup", "range": name, "index": i})
+            start = time.perf_counter()
+            for _ in range(warmup):
+                spec.kernel_fn(*args)
+            sync()
+            prepared.append((name, config, args, time.perf_counter() - start))
         if cuda:
             torch.cuda.profiler.start()  # nsys -c cudaProfilerApi records from here
         for name, config, args, warm_s in prepared:
@@ -107,6 +110,7 @@ def _profile(
         if cuda:
             torch.cuda.profiler.stop()
     prepared.clear()
+    made.clear()
     ctx.emit({"event": "phase", "phase": "done", "ranges": len(ranges)})
     return TargetResult(
         kernel=spec.name,

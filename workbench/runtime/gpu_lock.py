@@ -2,8 +2,9 @@
 
 Two workbench runs on one GPU (a TUI and a CLI, or `diagnose` of several kernels side by side)
 would otherwise time each other's kernels. A job's child holds an advisory lock (flock) on a
-file named after its device around what it times or profiles and around each check case (whose
-kernels would skew a timing beside them); process start-up and cross-compiles still overlap.
+file named after its device around what it times or profiles (a profile's warm-ups too, whose
+first call autotunes) and around each check case (whose kernels would skew a timing beside
+them); process start-up and cross-compiles still overlap.
 The lock goes with the process, so a killed child never leaves it held.
 """
 
