@@ -26,7 +26,8 @@ def test_a_profile_targets_warm_up_waits_for_the_gpu_lock(tmp_path, monkeypatch)
     params = {"configs": [{"shape": [1 << 20], "dtype": "float32"}], "warmup": 2, "repeats": 2}
     cmd = [sys.executable, "-m", "workbench.run.worker", "profile-target", "--file", entry.file]
     cmd += ["--kernel", "vector_add", "--params", json.dumps(params), "--run-dir", str(tmp_path)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "WORKBENCH_DEVICE": "cuda"}
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, "WORKBENCH_DEVICE": "cuda"}
     events: queue.Queue[dict] = queue.Queue()
     with gpu_lock.exclusive(gpu_lock.device_key("cuda")):
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
