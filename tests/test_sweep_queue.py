@@ -386,6 +386,12 @@ def test_the_readme_says_the_whole_commands_measured_time_against_the_users_scri
         f"{run['cli_no_triton_pick_wall_s']:.2f} s with\n`--no-triton-pick`",
     ):
         assert said in readme, said
+    slow = json.loads((FIXTURES / "sweep_vs_autotune_h100_slow.json").read_text())
+    said = f"{slow['script_wall_s']:.2f} s against\n{slow['cli_no_triton_pick_wall_s']:.2f} s"
+    assert said in readme and f"({slow['cli_no_triton_pick_vs_script']:.2f}x)" in readme, said
+    ratios = [p["ratio"] for p in run["pairs"] + slow["pairs"]]
+    ratios += [run["cli_no_triton_pick_vs_script"], slow["cli_no_triton_pick_vs_script"]]
+    assert sum(r <= 0.5 for r in ratios) == 6 and sorted(ratios)[3] <= 0.46 <= sorted(ratios)[4]
 
 
 def test_a_ray_actors_worker_that_crashes_says_why(tmp_path, monkeypatch):
