@@ -73,17 +73,17 @@ def _profile(
         if cuda:
             torch.cuda.synchronize()
 
-    made = []
-    for config in configs:
-        dtype = tensors.torch_dtype(config.dtype) if config.dtype else None
-        made.append((config, tuple(spec.make_inputs(config.shape, dtype, ctx.device))))
     ranges = []
-    # Alone on the GPU (see gpu_lock), warm-ups included: a first call autotunes, timing each
-    # config, and every warm-up's kernels would skew another run's timing beside them.
+    # Alone on the GPU (see gpu_lock) from this process's first kernel on: a warm-up's first call
+    # autotunes, timing each config, and any kernel here would skew another run's timing. Under
+    # ncu it also orders the locks: the GPU's is taken before ncu's (which a profiled launch
+    # waits for), so no process holds ncu's lock while it waits for the GPU's.
     with gpu_lock.alone(ctx.device, lambda path: _waiting(ctx, path)):
         prepared = []
-        for i, (config, args) in enumerate(made):  # every warm-up first: the capture holds ranges
+        for i, config in enumerate(configs):  # every warm-up first: the capture holds ranges
             name = range_name(spec.name, config)
+            dtype = tensors.torch_dtype(config.dtype) if config.dtype else None
+            args = tuple(spec.make_inputs(config.shape, dtype, ctx.device))
             ctx.emit({"event": "phase", "phase": "warmup", "range": name, "index": i})
             start = time.perf_counter()
             for _ in range(warmup):
@@ -110,7 +110,6 @@ def _profile(
         if cuda:
             torch.cuda.profiler.stop()
     prepared.clear()
-    made.clear()
     ctx.emit({"event": "phase", "phase": "done", "ranges": len(ranges)})
     return TargetResult(
         kernel=spec.name,
