@@ -358,7 +358,7 @@ class Sweep:
 
     def _prepare(self, items: list[dict]) -> None:
         """Make the first new shape's inputs and reference while its configs compile, rather than
-        after the first compile lands (0.5 s of a 16-config sweep's critical path on an H100).
+        after the first compile lands (0.3-0.4 s of a 16-config sweep's critical path on an H100).
         A failure here is left to the config that needs them, which names it."""
         if not self.timed or len(self.benches) >= BENCHES:
             return
