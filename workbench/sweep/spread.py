@@ -255,7 +255,7 @@ class Runner:
         if self.drawing is not None:
             thread, drawn = self.drawing
             thread.join()
-            if drawn["key"] == plot.key(result):
+            if "path" in drawn and drawn["key"] == plot.key(result):  # else it failed: again
                 return drawn["path"]
         return plot.png(result, Path(self.folder) / "sweep.png")
 
