@@ -15,6 +15,7 @@ strategy asks for timed, one after another on this worker's GPU.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import multiprocessing
@@ -364,10 +365,8 @@ class Sweep:
             return
         new = [tuple(i["shape"]) for i in items if shape_text(i["shape"]) not in self.benches]
         if new:
-            try:
+            with contextlib.suppress(Exception):  # raised again, with its config, by _time_row
                 self._bench(new[0])
-            except Exception:  # noqa: BLE001 - raised again, with its config, by _time_row
-                self.benches.pop(shape_text(new[0]), None)
 
     def _bench(self, shape: Shape) -> dict:
         """The shape's inputs and references, made once per shape, with the reference side of
