@@ -21,9 +21,13 @@
 # (or .out) and one log per run; steps.txt with each run's rc, wall time, GPU and start; TGZ
 # (default DEST.tgz) re-packed after every run, so a call cut off still brings back what it
 # finished.
+# PARTS=N PART=K runs the K-th of N parts of that list, for a host whose calls are cut short (two
+# H100s: the whole gallery in two calls): a kernel's diagnosis goes with every run that follows
+# it, and the parts are balanced by their estimated seconds. The parts share the store
+# (WORKBENCH_REPORTS), so the report at the end of the last part covers them all.
 #   bash benchmarks/gallery_gpus.sh DEST [NAME ...]
 #   env: GPUS (default: every card nvidia-smi lists), PER_GPU (4), DEADLINE (s, 540), NCU_LOCK,
-#   TGZ
+#   TGZ, PARTS (1), PART (1)
 set -u
 DEST=${1:?destination folder}
 mkdir -p "$DEST"
@@ -132,6 +136,7 @@ lane() { # lane GPU: runs from the list on that card until the list is empty
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
   ncu --version | tail -n 1
   echo "lanes: GPUs $GPUS, $PER_GPU diagnoses at a time each, ncu lock per ${NCU_LOCK:-gpu}"
+  echo "part ${PART:-1} of ${PARTS:-1}"
 } >"$DEST/versions.txt" 2>&1
 if [ $# -gt 0 ]; then
   names="$*"
@@ -169,6 +174,29 @@ if [ $# -eq 0 ]; then
     add 2 50 alone "sweep_$name" 60 - sweep "$name" --jobs "$each"
   done
 fi
+part() { # the runs of part PART of PARTS: whole groups (a run and those after it), longest first
+  # to the part with the least so far; a run beside others counts a PER_GPU-th of its seconds
+  awk -F '\t' -v parts="${PARTS:-1}" -v part="${PART:-1}" -v per="$PER_GPU" '
+    { line[NR] = $0; split($3, w, " "); root = (w[4] == "-") ? w[2] : group[w[4]]
+      group[w[2]] = root; of[NR] = root; cost[root] += (w[1] == "side") ? $2 / per : $2 }
+    END {
+      n = 0
+      for (g in cost) names[++n] = g
+      for (i = 1; i <= n; i++) # longest first, by name where equal: the same split every call
+        for (j = i + 1; j <= n; j++)
+          if (cost[names[j]] > cost[names[i]] || \
+              (cost[names[j]] == cost[names[i]] && names[j] < names[i])) {
+            t = names[i]; names[i] = names[j]; names[j] = t
+          }
+      for (i = 1; i <= n; i++) {
+        best = 1
+        for (k = 2; k <= parts; k++) if (load[k] < load[best]) best = k
+        load[best] += cost[names[i]]; into[names[i]] = best
+      }
+      for (i = 1; i <= NR; i++) if (into[of[i]] == part) print line[i]
+    }' "$WORK/runs" >"$WORK/runs.part"
+  mv "$WORK/runs.part" "$WORK/runs"
+}
 queue() { # the list from the runs added, in order
   sort -s -t $'\t' -k1,1n -k2,2nr "$WORK/runs" | cut -f3 >"$QUEUE"
   cat "$QUEUE" >>"$DEST/queue.txt"
@@ -183,6 +211,7 @@ lanes() { # one lane per GPU until the list is empty
   echo "lanes: $((SECONDS - start)) s on GPUs $GPUS, $PER_GPU diagnoses at a time each," \
     "ncu lock per ${NCU_LOCK:-gpu}" >>"$DEST/steps.txt"
 }
+part
 queue
 lanes
 # a profile that failed beside the other cards' is taken again, one ncu at a time on the host

@@ -87,6 +87,30 @@ def test_the_whole_gallery_is_listed_longest_first_and_cut_at_the_deadline(tmp_p
     assert re.search(r"^report rc=0 ", steps, re.M), steps
 
 
+def test_two_parts_split_the_list_keeping_each_run_with_those_that_follow_it(tmp_path: Path):
+    """PARTS=2: each run in exactly one part, and a run after another in the same part as it."""
+    queues = []
+    for part in ("1", "2"):
+        dest = tmp_path / f"part{part}"
+        steps = gallery(dest, DEADLINE="61", PARTS="2", PART=part, timeout=120)
+        assert re.search(r"^report rc=0 ", steps, re.M), steps
+        assert f"part {part} of 2" in (dest / "versions.txt").read_text()
+        queues.append([line.split() for line in (dest / "queue.txt").read_text().splitlines()])
+    whole = gallery(tmp_path / "whole", DEADLINE="61", timeout=120)
+    assert whole and len(queues[0]) > 10 and len(queues[1]) > 10
+    labels = [{item[1] for item in queue} for queue in queues]
+    everything = (tmp_path / "whole" / "queue.txt").read_text().splitlines()
+    assert labels[0].isdisjoint(labels[1])
+    assert labels[0] | labels[1] == {line.split()[1] for line in everything}
+    for queue, own in zip(queues, labels):
+        assert all(item[3] in own for item in queue if item[3] != "-"), queue
+    assert {"spill_cold", "spill_warm", "spill_try"} <= labels[0] or {
+        "spill_cold",
+        "spill_warm",
+        "spill_try",
+    } <= labels[1]
+
+
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this host lists its GPUs")
 def test_no_gpu_to_spread_over_says_so(tmp_path: Path):
     proc = subprocess.run(
