@@ -692,20 +692,19 @@ def _tuner_prunes(
         return {}, ""
     from triton import Config
 
-    names = list(tuner.arg_names)
-    nargs = {
-        **dict(zip(names, base.args)),
-        **{k: base.kwargs[k] for k in names if k in base.kwargs},
-    }
+    # as Autotuner.run calls the hook: the positional arguments by name, the call's keywords
+    # (a constexpr such as HEAD_DIM) apart, less what the tuner's own configs set
+    tuned = {k for c in tuner.configs for k in c.all_kwargs()}
+    kwargs = {k: v for k, v in base.kwargs.items() if k not in tuned}
     saved = getattr(tuner, "nargs", None), tuner.configs, tuner.perf_model
-    tuner.nargs = nargs  # what Autotuner.run sets before it prunes
+    tuner.nargs = dict(zip(tuner.arg_names, base.args))
     if not own:
         hook = tuner.configs[0].pre_hook if tuner.configs else None
         tuner.configs = [Config(c, pre_hook=hook, **o) for c, o in map(split_options, configs)]
         tuner.perf_model = None
     candidates = tuner.configs  # the pruned list holds the same objects
     try:
-        kept = {id(c) for c in tuner.prune_configs({})}
+        kept = {id(c) for c in tuner.prune_configs(kwargs)}
     except Exception as exc:  # noqa: BLE001 - the hook failed here: sweep every config
         return {}, f"prune_configs_by raised {type(exc).__name__}: {exc}; every config swept"
     finally:
