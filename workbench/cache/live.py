@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.cache import keys
+from workbench.runtime import compat
 
 
 def triton_key() -> str:
@@ -43,11 +44,9 @@ def target_backend(arch: int) -> Any:
 def compile_dir(fn: Any, bound: tuple[Any, dict, dict, dict], arch: int) -> str:
     """The directory `triton.compile` uses for a launch of `fn` bound (by compat.bind_launch)
     as (options, signature, constexprs, attrs) for sm_<arch>."""
-    from triton.compiler import ASTSource
-
     options, signature, constexprs, attrs = bound
     backend = target_backend(arch)
-    src = ASTSource(fn, signature, constexprs, attrs)
+    src = compat.ast_source(fn, signature, constexprs, attrs)
     parsed = backend.parse_options(dict(options.__dict__, **src.parse_options()))
     key = keys.compile_key(
         triton_key(),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -357,14 +358,25 @@ def bind_launch(fn: Any, target: Any, args: tuple, kwargs: dict) -> tuple[Any, d
     return options, signature, constexprs, attrs
 
 
+def ast_source(fn: Any, signature: dict, constexprs: dict, attrs: dict) -> Any:
+    """What the compiler takes for `fn`: Gluon's source for a @gluon.jit function (its layouts
+    are explicit: it enters at TTGIR), else Triton's."""
+    if getattr(fn, "is_gluon", lambda: False)():
+        from triton.experimental.gluon._runtime import GluonASTSource
+
+        return GluonASTSource(fn, signature, constexprs, attrs)
+    from triton.compiler import ASTSource
+
+    return ASTSource(fn, signature, constexprs, attrs)
+
+
 def cross_compile(fn: Any, arch: int, args: tuple, kwargs: dict) -> Any:
     """Compile a launch of `fn` for sm_<arch> without a GPU; returns a CompiledKernel."""
     import triton
-    from triton.compiler import ASTSource
 
     target = gpu_target(arch)
     options, signature, constexprs, attrs = bind_launch(fn, target, args, kwargs)
-    src = ASTSource(fn, signature, constexprs, attrs)
+    src = ast_source(fn, signature, constexprs, attrs)
     return triton.compile(src, target=target, options=options.__dict__)
 
 
@@ -372,10 +384,9 @@ def compile_bound(fn: Any, arch: int, bound: tuple[dict, dict, dict, dict]) -> A
     """Compile what `bind_launch` gave, as (options.__dict__, signature, constexprs, attrs): plain
     data a process pool can send to a worker that holds the same `fn`."""
     import triton
-    from triton.compiler import ASTSource
 
     options, signature, constexprs, attrs = bound
-    src = ASTSource(fn, signature, constexprs, attrs)
+    src = ast_source(fn, signature, constexprs, attrs)
     return triton.compile(src, target=gpu_target(arch), options=options)
 
 
@@ -438,6 +449,27 @@ def tensor_descriptor() -> Any:
     except ImportError:
         return None
     return TensorDescriptor
+
+
+def gluon_hopper_ws() -> bool:
+    """Whether this Triton's Gluon specializes warps on Hopper in the form the library's
+    kernels use: `warp_specialize(functions_and_args, worker_num_warps, worker_num_regs)` with
+    `warpgroup_mma` (3.6+; 3.5 takes the partitions' functions and arguments apart)."""
+    try:
+        from triton.experimental.gluon import language as gl
+        from triton.experimental.gluon.language.nvidia.hopper import warpgroup_mma  # noqa: F401
+    except ImportError:
+        return False
+    return next(iter(inspect.signature(gl.warp_specialize).parameters), "") == "functions_and_args"
+
+
+def gluon_tma_copies() -> tuple[Any, Any]:
+    """Gluon's Hopper TMA (load, store): `async_load`/`async_store` from 3.8, before them
+    `async_copy_global_to_shared`/`async_copy_shared_to_global` (3.9 removed the older names)."""
+    from triton.experimental.gluon.language.nvidia.hopper import tma
+
+    load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
+    return load, getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
 
 
 def nvml_module() -> Any:

@@ -1,0 +1,68 @@
+"""The attention's warp-specialized Gluon path (kernels/_attention_ws.py), cross-compiled for
+sm_90 here: its partitions run on register budgets of their own, each consumer leaves a p v in
+flight while it runs the next softmax, nothing spills; and `attention` takes that path only for
+inputs it fits. Under every Triton the package supports: 3.4 and 3.5 fall back to the `tl`
+kernels."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+import triton
+
+from workbench.ir import disasm
+from workbench.runtime import compat
+
+pytestmark = pytest.mark.versions
+gluon = pytest.mark.skipif(not compat.gluon_hopper_ws(), reason="no Gluon warp specialization")
+
+
+def test_the_gluon_path_is_there_from_triton_3_6():
+    version = tuple(int(x) for x in triton.__version__.split(".")[:2])
+    assert compat.gluon_hopper_ws() == (version >= (3, 6))
+
+
+@gluon
+@pytest.mark.parametrize(("d", "causal", "dtype"), [(128, False, "bfloat16"), (64, True, "float16")])
+def test_the_kernel_compiles_for_sm90_into_partitions_with_no_spill(
+    tmp_path: Path, d: int, causal: bool, dtype: str
+):
+    from kernels import _attention_ws as ws
+
+    t = torch.empty(2, 3, 512, d, dtype=getattr(torch, dtype))
+    args, options, grid = ws.launch_args(t, t, t, t, causal)
+    assert grid == (512 // (2 * ws.ROWS), 6)
+    kernel = compat.cross_compile(ws.attn_fwd_ws, 90, args, options)
+    ptx = kernel.asm["ptx"]
+    budgets = set(re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx))
+    assert {str(ws.CONSUMER_REGS), "24"} <= budgets, budgets
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16", ptx)
+    # the scores' wait leaves the previous block's p v in flight: one group outstanding
+    assert re.search(r"wgmma\.wait_group\.sync\.aligned 1;", ptx)
+    cubin = tmp_path / "attn.cubin"
+    cubin.write_bytes(kernel.asm["cubin"])
+    used = disasm.kernel_resources(kernel, 90, str(cubin))
+    assert used.local_bytes == 0 and used.num_warps == 12  # 4 + 4 + 1 warps: three warpgroups
+
+
+@gluon
+def test_the_kernel_takes_16_bit_inputs_whose_rows_fill_its_tiles():
+    from kernels import _attention_ws as ws
+
+    def fits(s: int, d: int, dtype: torch.dtype) -> bool:
+        return ws.fits(torch.empty(1, 2, s, d, dtype=dtype))
+
+    assert fits(256, 128, torch.float16) and fits(4096, 64, torch.bfloat16)
+    assert not fits(256, 128, torch.float32)
+    assert not fits(200, 128, torch.float16)  # a ragged tail: the tl kernels mask it
+    assert not fits(256, 32, torch.float16)
+
+
+def test_attention_on_a_cpu_tensor_never_takes_the_gluon_path():
+    from kernels import attention as A
+
+    t = torch.empty(1, 2, 256, 128, dtype=torch.float16)
+    assert not A._ws_ok(t, t, t)
