@@ -26,7 +26,9 @@ def test_the_gluon_path_is_there_from_triton_3_6():
 
 
 @gluon
-@pytest.mark.parametrize(("d", "causal", "dtype"), [(128, False, "bfloat16"), (64, True, "float16")])
+@pytest.mark.parametrize(
+    ("d", "causal", "dtype"), [(128, False, "bfloat16"), (64, True, "float16")]
+)
 def test_the_kernel_compiles_for_sm90_into_partitions_with_no_spill(
     tmp_path: Path, d: int, causal: bool, dtype: str
 ):
@@ -66,3 +68,23 @@ def test_attention_on_a_cpu_tensor_never_takes_the_gluon_path():
 
     t = torch.empty(1, 2, 256, 128, dtype=torch.float16)
     assert not A._ws_ok(t, t, t)
+
+
+@gluon
+def test_the_ir_job_reads_a_gluon_kernel_from_its_ttgir(tmp_path: Path):
+    """A Gluon kernel enters the compiler at TTGIR (it has no TTIR): `ir` writes the stages it
+    has and its findings read the TTGIR, where the partitions are."""
+    from kernels import _attention_ws as ws
+    from workbench.ir import job
+    from workbench.ir.capture import Launch
+    from workbench.runtime.outdir import OutDir
+
+    t = torch.empty(1, 2, 512, 128, dtype=torch.float16)
+    args, options, grid = ws.launch_args(t, t, t, t, True)
+    variant = job._variants([Launch(ws.attn_fwd_ws, args, options, grid=grid)], 90)[0]
+    out = OutDir(tmp_path, "--out")
+    result, facts = job._build(variant, 90, False, out, "ir", ["ttgir", "ptx"], False)
+    assert result["error"] is None, result["error"]
+    assert {"ttgir", "ptx", "cubin"} <= set(result["artifacts"]) <= {"ttgir", "ptx", "cubin"}
+    assert facts is not None and "ttg.warp_specialize" in facts.ttir
+    assert result["resources"]["local_bytes"] == 0

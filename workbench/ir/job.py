@@ -180,6 +180,7 @@ def _build(
             kernel = compat.cross_compile(launch.fn, arch, launch.args, launch.kwargs)
         result["timings"]["compile_s"] = round(time.perf_counter() - start, 3)
         result["hash"] = kernel.hash
+        source = source_stage(kernel)
         texts = _write_artifacts(kernel, out, folder, stages, result)
         res = disasm.kernel_resources(kernel, arch, result["artifacts"]["cubin"])
         result["resources"] = res.to_dict()
@@ -191,13 +192,12 @@ def _build(
         smap = SourceMap.build(texts)
         result["sourcemap"] = smap.to_dict()
         result["timings"]["sourcemap_s"] = round(time.perf_counter() - start, 3)
-        ttir_map = smap.stages["ttir"]
         facts = Compiled(
             variant["label"],
             (file, def_line),
             res,
-            texts["ttir"],
-            ttir_map,
+            texts[source],
+            smap.stages[source],
             variant["values"],
             tuned=variant["launch"].tuned,
         )
@@ -208,17 +208,23 @@ def _build(
     return result, facts
 
 
+def source_stage(kernel: Any) -> str:
+    """The first IR of a compile, which the findings read: TTIR, or TTGIR for a Gluon kernel
+    (its layouts are its author's: it enters the compiler there and has no TTIR)."""
+    return "ttir" if "ttir" in kernel.asm else "ttgir"
+
+
 def _write_artifacts(
     kernel: Any, out: OutDir, folder: str, stages: list[str], result: dict
 ) -> dict[str, str]:
-    """Write cubin and the chosen stages into `folder` of `out`; return the texts to map (TTIR
-    always, for findings)."""
+    """Write cubin and the chosen stages the compile has into `folder` of `out`; return the
+    texts to map (its source stage always, for findings)."""
     name = kernel.metadata.name
     cubin = out.put(f"{folder}/{name}.cubin", kernel.asm["cubin"])
     result["artifacts"]["cubin"] = str(cubin)
     texts: dict[str, str] = {}
     for stage in TEXT_STAGES:
-        if stage in stages or stage == "ttir":
+        if stage in kernel.asm and (stage in stages or stage == source_stage(kernel)):
             texts[stage] = kernel.asm[stage]
     if "sass" in stages:
         start = time.perf_counter()
