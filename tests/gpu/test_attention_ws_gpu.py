@@ -50,4 +50,4 @@ def test_the_gluon_kernel_is_as_close_to_sdpa_as_the_tl_kernel(d, causal, dtype)
 def test_a_ragged_sequence_takes_the_tl_kernel():
     q = torch.randn(1, 2, 1000, 64, device="cuda", dtype=torch.float16)
     assert not A._ws_ok(q, q, q)
-    assert _launched(q, True) == ["_attn_fwd"]
+    assert set(_launched(q, True)) == {"_attn_fwd"}  # one launch recorded per config tried
