@@ -88,3 +88,19 @@ def test_the_ir_job_reads_a_gluon_kernel_from_its_ttgir(tmp_path: Path):
     assert {"ttgir", "ptx", "cubin"} <= set(result["artifacts"]) <= {"ttgir", "ptx", "cubin"}
     assert facts is not None and "ttg.warp_specialize" in facts.ttir
     assert result["resources"]["local_bytes"] == 0
+
+
+@gluon
+@pytest.mark.parametrize("space", ["own", "auto", "neighbours"])
+def test_a_sweep_of_a_gluon_kernel_says_why_it_has_nothing_to_vary(space: str):
+    from kernels import _attention_ws as ws
+    from workbench.ir.capture import Launch
+    from workbench.runtime.errors import WorkbenchError
+    from workbench.sweep import job
+
+    t = torch.empty(1, 2, 512, 128, dtype=torch.float16)
+    args, options, grid = ws.launch_args(t, t, t, t, False)
+    with pytest.raises(WorkbenchError) as raised:
+        job._configs(space, None, Launch(ws.attn_fwd_ws, args, options, grid=grid))
+    problem = raised.value.problem
+    assert problem.kind == "gluon-kernel" and "attn_fwd_ws is a Gluon kernel" in problem.cause

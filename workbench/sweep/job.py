@@ -659,6 +659,15 @@ def _autotuner(fn: Any) -> Any:
 
 
 def _configs(name: str, tuner: Any, base: Launch) -> list[Values]:
+    if tuner is None and getattr(base.fn, "is_gluon", lambda: False)():
+        raise fail(
+            "gluon-kernel",
+            f"{base.name} is a Gluon kernel: its layouts, partitions and warps are written in its "
+            "code and its tiles are its launcher's (TMA descriptors), so no config of its own "
+            "constexprs and options is another valid kernel",
+            "time its launcher's choices with a script of your own (benchmarks/attention_gluon.py "
+            "does it for the library's attention), or sweep a shape or dtype it does not take",
+        )
     if name == "own":
         if tuner is None:
             raise fail(
