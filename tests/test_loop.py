@@ -168,3 +168,27 @@ def test_routing_after_a_graph_replay_kept_is_not_the_replay_advice_again():
         "with the fix kept (replayed from one CUDA graph, 16.40x faster in the trial): keep the "
         "Triton kernel: 1.77x torch"
     )
+
+
+@pytest.mark.parametrize("gpu", [True, False])
+def test_diagnose_compiles_the_benched_case_on_a_gpu_and_a_check_case_here(monkeypatch, gpu):
+    """The compile facts are of the kernel the bench times: kernel_fn may launch another kernel
+    at another shape (attention: a pointer kernel at its small check shapes, on an H100 the
+    Gluon one at its bench shapes)."""
+    from workbench.catalog.discovery import discover
+    from workbench.loop import gather as G
+    from workbench.runtime.errors import fail
+
+    asked: dict[str, object] = {}
+
+    def run_job(job, *_args, **_kwargs):
+        asked[job.kind] = job.params
+        raise fail("not-here", "no job runs in this test", "none")
+
+    monkeypatch.setattr(G.jobs, "run_job", run_job)
+    monkeypatch.setattr(G.machine, "has_gpu", lambda: gpu)
+    entry = discover().find("attention")
+    out = G.gather(entry, G.Options(dtype="bfloat16"), profile=False)
+    assert out.shape == [4, 32, 4096, 128]
+    assert asked["ir"].shape == ([4, 32, 4096, 128] if gpu else None)
+    assert ("bench" in asked) == gpu
