@@ -50,16 +50,9 @@ def tl_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
 
 def run_case(d: int, dtype: str, causal: bool, shape: tuple[int, int, int]) -> list[dict]:
     import attention_variants as av
-    from attention_variants import A, Reference, exact, quantiles_ms
+    from attention_variants import A, quantiles_ms
 
-    b, h, s = shape
-    torch.manual_seed(0)
-    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=getattr(torch, dtype)) for _ in "qkv")
-    spec = A.ATTENTION_CAUSAL if causal else A.ATTENTION
-    ref = Reference(
-        spec, [A._reference(q, k, v, causal)], dtype, exact.run(A._reference, (q, k, v, causal))
-    )
-    base = {"d": d, "dtype": dtype, "causal": causal, "shape": [b, h, s, d]}
+    q, k, v, ref, base = av.case(d, dtype, causal, shape, "cuda")
     sdpa: list[float] = []
     lib: list[float] = []
 
@@ -94,7 +87,7 @@ def run_case(d: int, dtype: str, causal: bool, shape: tuple[int, int, int]) -> l
         row |= {"sdpa_ms": sdpa_ms, "library_ms": lib_ms}
         row |= {"sdpa_runs_ms": sdpa, "library_runs_ms": lib}
         if row["ms"] is not None:
-            row["tflops"] = av.tflops((b, h, s, d), causal, row["ms"])
+            row["tflops"] = av.tflops(tuple(base["shape"]), causal, row["ms"])
             row["vs_sdpa"] = sdpa_ms / row["ms"]  # above 1: faster than SDPA
             row["vs_library"] = lib_ms / row["ms"]
     return rows

@@ -272,16 +272,24 @@ def correct(ref: Reference, out: torch.Tensor, shape: list[int], dtype: str) -> 
     }
 
 
-def run_case(d: int, dtype: str, causal: bool, smoke: bool) -> list[dict]:
-    b, h, s = SMOKE_SHAPE if smoke else GPU_SHAPE
-    device = "cpu" if smoke else "cuda"
+def case(
+    d: int, dtype: str, causal: bool, shape: tuple[int, int, int], device: str
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, Reference, dict]:
+    """One case's random q, k, v, SDPA's output judged by the library's rule, and its row's
+    fields."""
+    b, h, s = shape
     torch.manual_seed(0)
     q, k, v = (torch.randn(b, h, s, d, device=device, dtype=getattr(torch, dtype)) for _ in "qkv")
     spec = A.ATTENTION_CAUSAL if causal else A.ATTENTION
     ref = Reference(
         spec, [A._reference(q, k, v, causal)], dtype, exact.run(A._reference, (q, k, v, causal))
     )
-    base = {"d": d, "dtype": dtype, "causal": causal, "shape": [b, h, s, d]}
+    return q, k, v, ref, {"d": d, "dtype": dtype, "causal": causal, "shape": [b, h, s, d]}
+
+
+def run_case(d: int, dtype: str, causal: bool, smoke: bool) -> list[dict]:
+    device = "cpu" if smoke else "cuda"
+    q, k, v, ref, base = case(d, dtype, causal, SMOKE_SHAPE if smoke else GPU_SHAPE, device)
     sdpa_runs: list[float] = []
     lib_runs: list[float] = []
 
@@ -309,7 +317,8 @@ def run_case(d: int, dtype: str, causal: bool, smoke: bool) -> list[dict]:
         for name, (kernel, q_rows, configs) in VARIANTS.items()
         for cfg in (SMOKE_CONFIGS[name] if smoke else configs)
     ]
-    fits = [j for j in plan if not (causal and j[3][1] > j[3][0]) and s % j[3][0] == 0]
+    seq = base["shape"][2]
+    fits = [j for j in plan if not (causal and j[3][1] > j[3][0]) and seq % j[3][0] == 0]
     if not smoke:
         precompile([(kern, q_rows, cfg) for _, kern, q_rows, cfg in fits], q, k, v, causal)
     last = plan[0][0]
@@ -338,7 +347,7 @@ def run_case(d: int, dtype: str, causal: bool, smoke: bool) -> list[dict]:
         row["sdpa_ms"], row["library_ms"] = sdpa_ms, lib_ms
         row["sdpa_runs_ms"], row["library_runs_ms"] = sdpa_runs, lib_runs
         if row["ms"] is not None and sdpa_ms is not None and lib_ms is not None:
-            row["tflops"] = tflops((b, h, s, d), causal, row["ms"])
+            row["tflops"] = tflops(tuple(base["shape"]), causal, row["ms"])
             row["vs_sdpa"] = sdpa_ms / row["ms"]  # above 1: faster than SDPA
             row["vs_library"] = lib_ms / row["ms"]
     return rows
