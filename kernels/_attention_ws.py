@@ -8,9 +8,10 @@ and one producer warp streams K and V through a ring of shared-memory slots by T
 consumer, block j-1's p v runs on the tensor cores while block j's softmax does (FA3's
 intra-warpgroup overlap). `setmaxnreg` gives the consumers 240 registers a thread and the
 producer 24. benchmarks/attention_gluon.py measured the choices on an H100: the overlap within a
-warpgroup took d=128 from 0.90-0.97x SDPA to 1.02-1.10x; ping-ponging the two consumers'
-issue (an mbarrier turn) or 3 stages gained nothing beyond the run-to-run spread; 128 rows a
-consumer with 64-key blocks, or 256-key blocks, lost at d=64.
+warpgroup took d=128 from 0.90-0.94x SDPA to 1.02-1.10x; ping-ponging the two consumers'
+issue (an mbarrier turn) gained nothing beyond the run-to-run spread; a third slot was faster in
+one run and slower in another (two are steady); 128 rows a consumer with 64-key blocks, or
+256-key blocks, lost at d=64.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ run in a loop of their own; only the diagonal or the ragged tail pays for the ma
 Three ways in. On an H100 (sm_90) with Triton 3.6+, contiguous 16-bit inputs whose sequence
 length is a multiple of 128 at head_dim 64 or 128 run the Gluon kernel of `_attention_ws`, its
 warps specialized by hand (a producer warp and two consumer warpgroups, each overlapping one
-block's softmax with the previous block's p v): 1.02-1.12x torch SDPA at d=128 where the `tl`
-kernels reach 0.90-0.94x. Elsewhere on Hopper the same inputs load their tiles through TMA
+block's softmax with the previous block's p v): 1.02-1.10x torch SDPA at d=128 where the `tl`
+kernels reach 0.90-0.95x. Elsewhere on Hopper the same inputs load their tiles through TMA
 descriptors; everything else (strided views, ragged lengths, fp32, the interpreter) through
 masked pointer loads, fp32 with v transposed once on the GPU (see `attention`).
 """
