@@ -358,11 +358,7 @@ def _bytes(s: tuple[int, ...], esize: int) -> float:
     return 4.0 * math.prod(s) * esize  # q, k, v read once, o written once
 
 
-def _gluon_jit() -> tuple:
-    """The Gluon kernel, where this Triton has it: IR, resources and profiles find its launches."""
-    ws = _warp_specialized()
-    return () if ws is None else (ws.attn_fwd_ws,)
-
+_WS = _warp_specialized()
 
 SHAPES = {
     "regular": [(1, 2, 64, 64), (1, 1, 128, 128)],
@@ -376,7 +372,8 @@ _SAME = {
     "shapes": SHAPES,
     "tolerances": MATMUL_TOLERANCES,
     "bytes_moved": _bytes,
-    "jit": (_attn_fwd, _attn_fwd_tma, *_gluon_jit()),
+    # the Gluon kernel where this Triton has it (written out: ncu's filter reads this statically)
+    "jit": (_attn_fwd, _attn_fwd_tma, *((_WS.attn_fwd_ws,) if _WS else ())),
 }
 
 ATTENTION = KernelSpec(

@@ -125,6 +125,18 @@ def test_kernel_names_from_source(tmp_path):
     assert names.kernel_regex(["_inner", "_other"]) == "regex:^(_inner|_other)(_|$)"
 
 
+def test_a_kernel_listed_only_where_the_installed_triton_has_it_is_named_all_the_same():
+    """ncu's name filter is read from the source, before anything imports: a `jit=` entry behind
+    `*((mod.k,) if cond else ())` is named whichever arm runs. On the H100 the filter missed the
+    attention's Gluon kernel (added by a function call) and ncu profiled nothing."""
+    attention = ROOT / "kernels" / "attention.py"
+    assert names.jit_kernel_names(str(attention), "attention") == [
+        "_attn_fwd",
+        "_attn_fwd_tma",
+        "attn_fwd_ws",
+    ]
+
+
 def test_ncu_command_filters_to_the_range_and_kernel():
     p = ncu.plan(
         "/opt/ncu",

@@ -75,11 +75,23 @@ def jit_kernel_names(file: str, spec_name: str) -> list[str]:
     if not isinstance(jit_expr, (ast.Tuple, ast.List)):
         return []
     names: list[str] = []
-    for elt in jit_expr.elts:
+    for elt in _entries(jit_expr):
         name = _resolve(elt, defs, assigns, depth=0)
         if name and name not in names:
             names.append(name)
     return names
+
+
+def _entries(node: ast.AST) -> list[ast.AST]:
+    """What a `jit=` tuple lists, through `*(...)` and both arms of `a if cond else b`: a kernel
+    that runs only where the installed Triton has it (a Gluon one) is named all the same."""
+    if isinstance(node, ast.Starred):
+        return _entries(node.value)
+    if isinstance(node, ast.IfExp):
+        return _entries(node.body) + _entries(node.orelse)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return [entry for elt in node.elts for entry in _entries(elt)]
+    return [node]
 
 
 def _resolve(node: ast.AST, defs: set[str], assigns: dict, depth: int) -> str | None:
