@@ -60,6 +60,8 @@ def diagnose_compile(facts: CompileFacts) -> list[Finding]:
         found += [f for f in (spill, low) if f is not None]
         irregular = _irregular_for(facts.shapes, c.values)
         found += static.ir_findings(c.ttir, c.ttir_map, c.label, irregular)
+        serial = static.serial_softmax_finding(c.ttir, c.ttir_map, c.label, c.resources.arch)
+        found += [serial] if serial else []
         found += masks.off_by_one(c.ttir, c.ttir_map, c.label)
     tuned = {c.label: _launches(c) for c in facts.compiled if c.tuned}
     found = static.among_candidates(found, tuned)

@@ -746,6 +746,24 @@ PITFALLS: tuple[Pitfall, ...] = (
         },
     ),
     Pitfall(
+        "serial-softmax",
+        "softmax between two matrix multiplies, not overlapped (Hopper)",
+        "a loop computes scores with tl.dot, exponentiates them, and multiplies the result by a "
+        "second tile: each warp waits for its wgmma before the softmax and the tensor cores idle "
+        "through it; a compute-bound kernel stays well under the matmul rate (attention at "
+        "0.90-0.95x cuDNN's SDPA)",
+        "performance",
+        ("compile_findings",),
+        "`tl` cannot overlap them on sm_90 (Triton 3.4-3.9 compile tl.range(..., "
+        "warp_specialize=True) to the same code there): write the loop in Gluon with "
+        "gl.warp_specialize, a TMA producer warp and two consumer warpgroups on setmaxnreg "
+        "budgets, each leaving the previous block's second product in flight while it runs the "
+        "next softmax (kernels/_attention_ws.py: attention from 0.90-0.95x to 1.02-1.10x torch "
+        "SDPA at head_dim 128 on an H100; line {line})",
+        "FlashAttention-3 (warp specialization, intra-warpgroup overlap); docs/walkthrough.md "
+        "steps 5-7",
+    ),
+    Pitfall(
         "uninitialised-read",
         "uninitialised read",
         "a kernel reads memory nothing wrote (an accumulator from torch.empty): results depend "

@@ -138,6 +138,43 @@ def _operands(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip().startswith("%")]
 
 
+_LOOP_OPEN = re.compile(r"\bscf\.for\b")
+_LOOP_CLOSE = re.compile(r"\bscf\.yield\b")
+_EXP = re.compile(r"\bmath\.exp2?\b")
+_PARTITIONED = re.compile(r"\bttg\.warp_specialize\b")
+
+
+def serial_softmax_finding(ir: str, smap: StageMap, config: str, arch: int) -> Finding | None:
+    """On sm_90, a loop body with a tt.dot, then an exp, then another tt.dot (attention's
+    shape) in a kernel whose warps are not specialized: the exponentials wait for the first
+    wgmma and the second waits for them, with nothing to overlap them on the tensor cores."""
+    if arch != 90 or _PARTITIONED.search(ir):
+        return None
+    seen: list[str] | None = None  # what the loop body being read has met, in order
+    for n, line in enumerate(ir.splitlines(), 1):
+        if _LOOP_OPEN.search(line) or _LOOP_CLOSE.search(line):
+            seen = [] if _LOOP_OPEN.search(line) else None  # after a body: not known to loop
+        elif seen is None:
+            continue
+        elif _DOT.search(line):
+            if "exp" in seen and seen[0] == "dot":
+                where = next((key for key, lines in smap.lines.items() if n in lines), None)
+                return Finding(
+                    id="serial-softmax",
+                    title="a softmax between two tl.dot in one loop, nothing to overlap it "
+                    "with the tensor cores",
+                    severity="low",
+                    evidence={"config": config, "arch": f"sm_{arch}", "ttir_line": n},
+                    fix=fix_text("serial-softmax", {"line": where[1] if where else ""}),
+                    file=where[0] if where else None,
+                    line=where[1] if where else None,
+                )
+            seen.append("dot")
+        elif _EXP.search(line) and seen:
+            seen.append("exp")
+    return None
+
+
 def ir_findings(
     ttir: str, smap: StageMap, config: str, irregular: list[tuple[int, ...]]
 ) -> list[Finding]:
