@@ -233,7 +233,7 @@ def _attn_fwd_tma(
 
 def _warp_specialized() -> ModuleType | None:
     """The Gluon kernel with warps specialized by hand (kernels/_attention_ws.py), where this
-    Triton's Gluon can say it (3.6+); imported on first use, as Gluon's own import is."""
+    Triton's Gluon can say it (3.6+)."""
     if not compat.gluon_hopper_ws():
         return None
     from kernels import _attention_ws
@@ -241,13 +241,15 @@ def _warp_specialized() -> ModuleType | None:
     return _attention_ws
 
 
+_WS = _warp_specialized()
+
+
 def _ws_ok(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     """Hopper itself (its wgmma and setmaxnreg; not Blackwell), 16-bit, S a multiple of 128,
     head_dim 64 or 128, contiguous and 16-byte aligned: the Gluon kernel's inputs."""
     if not q.is_cuda or torch.cuda.get_device_capability(q.device) != (9, 0):
         return False
-    ws = _warp_specialized()
-    if ws is None or not ws.fits(q):
+    if _WS is None or not _WS.fits(q):
         return False
     return all(t.is_contiguous() and t.data_ptr() % 16 == 0 for t in (q, k, v))
 
@@ -299,10 +301,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -
     def grid(meta: dict) -> tuple[int, int]:
         return (triton.cdiv(S, meta["BLOCK_M"]), B * H)
 
-    if _ws_ok(q, k, v):
-        ws = _warp_specialized()
-        assert ws is not None
-        ws.attention(q, k, v, o, causal)
+    if _WS is not None and _ws_ok(q, k, v):
+        _WS.attention(q, k, v, o, causal)
         return o
     if _tma_ok(q, k, v):
         descriptor = compat.tensor_descriptor()
@@ -357,8 +357,6 @@ def _flops(causal: bool) -> Callable[[tuple[int, ...]], float]:
 def _bytes(s: tuple[int, ...], esize: int) -> float:
     return 4.0 * math.prod(s) * esize  # q, k, v read once, o written once
 
-
-_WS = _warp_specialized()
 
 SHAPES = {
     "regular": [(1, 2, 64, 64), (1, 1, 128, 128)],

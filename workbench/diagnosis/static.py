@@ -152,8 +152,10 @@ def serial_softmax_finding(ir: str, smap: StageMap, config: str, arch: int) -> F
         return None
     seen: list[str] | None = None  # what the loop body being read has met, in order
     for n, line in enumerate(ir.splitlines(), 1):
-        if _LOOP_OPEN.search(line) or _LOOP_CLOSE.search(line):
-            seen = [] if _LOOP_OPEN.search(line) else None  # after a body: not known to loop
+        if _LOOP_OPEN.search(line):
+            seen = []
+        elif _LOOP_CLOSE.search(line):
+            seen = None  # after a body: the region around it is not known to loop
         elif seen is None:
             continue
         elif _DOT.search(line):

@@ -223,8 +223,9 @@ def _write_artifacts(
     cubin = out.put(f"{folder}/{name}.cubin", kernel.asm["cubin"])
     result["artifacts"]["cubin"] = str(cubin)
     texts: dict[str, str] = {}
+    source = source_stage(kernel)
     for stage in TEXT_STAGES:
-        if stage in kernel.asm and (stage in stages or stage == source_stage(kernel)):
+        if stage in kernel.asm and (stage in stages or stage == source):
             texts[stage] = kernel.asm[stage]
     if "sass" in stages:
         start = time.perf_counter()

@@ -358,10 +358,15 @@ def bind_launch(fn: Any, target: Any, args: tuple, kwargs: dict) -> tuple[Any, d
     return options, signature, constexprs, attrs
 
 
+def is_gluon(fn: Any) -> bool:
+    """A @gluon.jit function (Triton 3.5+), whose layouts, partitions and warps are its own."""
+    return bool(getattr(fn, "is_gluon", lambda: False)())
+
+
 def ast_source(fn: Any, signature: dict, constexprs: dict, attrs: dict) -> Any:
     """What the compiler takes for `fn`: Gluon's source for a @gluon.jit function (its layouts
     are explicit: it enters at TTGIR), else Triton's."""
-    if getattr(fn, "is_gluon", lambda: False)():
+    if is_gluon(fn):
         from triton.experimental.gluon._runtime import GluonASTSource
 
         return GluonASTSource(fn, signature, constexprs, attrs)

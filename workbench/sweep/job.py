@@ -659,7 +659,7 @@ def _autotuner(fn: Any) -> Any:
 
 
 def _configs(name: str, tuner: Any, base: Launch) -> list[Values]:
-    if tuner is None and getattr(base.fn, "is_gluon", lambda: False)():
+    if tuner is None and compat.is_gluon(base.fn):
         raise fail(
             "gluon-kernel",
             f"{base.name} is a Gluon kernel: its layouts, partitions and warps are written in its "
