@@ -29,6 +29,12 @@
 #   env: GPUS (default: every card nvidia-smi lists), PER_GPU (6), DEADLINE (s, 540), NCU_LOCK,
 #   TGZ, PARTS (1), PART (1)
 set -u
+if ! [[ "${PARTS:-1}" =~ ^[1-9][0-9]*$ && "${PART:-1}" =~ ^[1-9][0-9]*$ ]] ||
+  [ "${PART:-1}" -gt "${PARTS:-1}" ]; then
+  echo "gallery_gpus.sh: PART=${PART:-1} of PARTS=${PARTS:-1}: PARTS is a count from 1 and PART" \
+    "one of 1..PARTS (PARTS=2 PART=1, then PART=2)" >&2
+  exit 2
+fi
 DEST=${1:?destination folder}
 mkdir -p "$DEST"
 DEST=$(cd "$DEST" && pwd)

@@ -111,6 +111,19 @@ def test_two_parts_split_the_list_keeping_each_run_with_those_that_follow_it(tmp
     } <= labels[1]
 
 
+@pytest.mark.parametrize("parts", [("2", "3"), ("0", "1"), ("two", "1")])
+def test_a_part_outside_its_parts_is_refused_before_anything_is_made(tmp_path: Path, parts):
+    proc = subprocess.run(
+        ["bash", str(SCRIPT), str(tmp_path / "g")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "GPUS": "0 1", "PARTS": parts[0], "PART": parts[1]},
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "PART=2" in proc.stderr, proc.stderr
+    assert not (tmp_path / "g").exists()
+
+
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this host lists its GPUs")
 def test_no_gpu_to_spread_over_says_so(tmp_path: Path):
     proc = subprocess.run(
