@@ -4,7 +4,7 @@ Gluon, Triton 3.6+ on Hopper) against torch SDPA and the library's `tl` kernel.
 Every config is checked against SDPA by the library's own rule, then timed by the library's
 timing (do_bench, L2 flushed), SDPA and the `tl` kernel (`_attn_fwd_tma`, autotuned) timed
 again between configs on the same inputs (the ratios use their medians). A config is (rows a
-consumer warpgroup takes, keys a K/V block holds, slots in the ring).
+consumer warpgroup takes, keys a K/V block holds, slots in the ring, consumer warpgroups).
 
   python benchmarks/attention_gluon.py [OUT.json] [--smoke]   (an H100, Triton 3.6+)
   python benchmarks/attention_gluon.py --compile              (no GPU: sm_90 PTX and resources)
@@ -29,10 +29,10 @@ from kernels import _attention_ws as ws  # noqa: E402
 from workbench.runtime import compat  # noqa: E402
 
 CONFIGS = {
-    128: [(64, 128, 2), (64, 128, 3)],
-    64: [(64, 128, 2), (64, 128, 3), (128, 64, 2)],
+    128: [(64, 128, 2, 2)],
+    64: [(64, 128, 2, 2), (64, 128, 2, 3), (64, 128, 3, 3)],
 }
-"""(rows, block_n, stages): the library's (64, 128, 2) first."""
+"""(rows, block_n, stages, consumers): two consumers first."""
 CASES = [(d, dt, c) for d in (128, 64) for dt in ("float16", "bfloat16") for c in (False, True)]
 
 
@@ -67,7 +67,7 @@ def run_case(d: int, dtype: str, causal: bool, shape: tuple[int, int, int]) -> l
     for cfg in CONFIGS[d]:
         row = base | {"variant": "gluon ws", "config": list(cfg), "ms": None, "correct": None}
         rows.append(row)
-        tiles = dict(zip(("rows", "block_n", "stages"), cfg))
+        tiles = dict(zip(("rows", "block_n", "stages", "consumers"), cfg))
 
         def run(tiles: dict = tiles) -> torch.Tensor:
             o = torch.empty_like(q)
@@ -100,10 +100,10 @@ def cross_compile() -> list[str]:
 
     lines = []
     for d, configs in CONFIGS.items():
-        for rows, block_n, stages in configs:
+        for rows, block_n, stages, consumers in configs:
             for causal in (False, True):
                 t = torch.empty(1, 1, 512, d, dtype=torch.float16)
-                tiles = {"rows": rows, "block_n": block_n, "stages": stages}
+                tiles = {"rows": rows, "block_n": block_n, "stages": stages, "consumers": consumers}
                 args, options, _ = ws.launch_args(t, t, t, t, causal, **tiles)
                 kernel = compat.cross_compile(ws.attn_fwd_ws, 90, args, options)
                 with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
@@ -113,7 +113,8 @@ def cross_compile() -> list[str]:
                 ptx = kernel.asm["ptx"]
                 regs = sorted(set(re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx)))
                 lines.append(
-                    f"d={d} rows={rows} block_n={block_n} stages={stages} causal={causal}: "
+                    f"d={d} rows={rows} block_n={block_n} stages={stages} consumers={consumers} "
+                    f"causal={causal}: "
                     f"smem {kernel.metadata.shared} B, warps {res.num_warps}, "
                     f"{len(re.findall(r'wgmma.mma_async', ptx))} wgmma, setmaxnreg {regs}, "
                     f"{res.regs} registers, {res.local_bytes} B spilled"

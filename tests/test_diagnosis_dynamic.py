@@ -286,3 +286,35 @@ def test_overflow_on_the_given_inputs_ranks_before_a_cause_seen_only_on_derived_
     ]
     assert findings[0].evidence["nonfinite"] == 24  # the given case's own, not the strided's
     assert "1,024 outputs left unwritten" in findings[1].title
+
+
+@triton.jit
+def _ring(x_ptr, y_ptr, n, shift, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], tl.float32)
+    for i in range(1, n):  # a pipeline's previous slot: i - 1 is never negative here
+        acc += tl.load(x_ptr + ((i - 1) % 4) * BLOCK + offs)
+    if n > 0:  # the last slot, where there is one
+        acc += tl.load(x_ptr + ((n - 1) % 4) * BLOCK + offs)
+    else:
+        acc += tl.load(x_ptr + ((n - 1) % 5) * BLOCK + offs)  # -1 when n is 0
+    for i in range(0, n):  # -shift first
+        acc += tl.load(x_ptr + ((i - shift) % 4) * BLOCK + offs)
+    tl.store(y_ptr + offs, acc)
+
+
+def test_a_difference_known_not_negative_is_no_signed_remainder():
+    """`(i - 1) % STAGES` in a loop from 1, or `(n - 1) % STAGES` under `if n > 0`, is how a
+    software pipeline names a slot: no finding there; the else branch and a loop from 0 less a
+    runtime shift keep theirs."""
+    ttir = _ttir(_ring)
+    found = ir_findings(ttir, map_mlir(ttir), "BLOCK=64", [])
+    flagged = [_ring_line("% 5)"), _ring_line("shift) % 4")]
+    assert [(f.id, f.line) for f in found] == [("c-integer-division", n) for n in flagged]
+
+
+def _ring_line(text: str) -> int:
+    import inspect
+
+    lines, start = inspect.getsourcelines(_ring.fn)
+    return start + next(i for i, line in enumerate(lines) if text in line)

@@ -12,7 +12,7 @@ import math
 import time
 from pathlib import Path
 
-from workbench.bench import clock_rules
+from workbench.bench import clock_rules, timing_rules
 from workbench.runtime.errors import fail
 from workbench.runtime.grammar import shape_text
 from workbench.runtime.outdir import OutDir
@@ -213,6 +213,8 @@ def _row(rec: dict, notes: list[str]) -> list[str]:
     clocked = clock_rules.read(rec.get("clocks")), clock_rules.read(rec.get("torch_clocks"))
     if clock_note := clock_rules.case_note(*clocked):
         notes.append(f"{where}: {clock_note}")
+    if wide := timing_rules.unsteady(rec["ms"], rec.get("ms_p20"), rec.get("ms_p80")):
+        notes.append(f"{where}: {wide}")
     mode = rec.get("compile_mode") or "default"
     mode_note = f"{rec['name']}: `vs compile` is against torch.compile(mode={mode!r})"
     if mode != "default" and mode_note not in notes:

@@ -21,6 +21,9 @@ PRECISION = 0.005
 """Stop once the median's standard error is below 0.5 % of it..."""
 LOSER = 0.10
 """...or once the config's 20th percentile is 10 % above the best median so far."""
+UNSTEADY = 0.2
+"""p80 - p20 wider than this share of the median: the median itself may be off (on the H100,
+p80 - p20 is under 2 % of the median for nearly every bench row)."""
 
 
 def quantiles(times: list[float]) -> tuple[float, float, float]:
@@ -50,3 +53,14 @@ def beats(a: Sequence[float], b: Sequence[float]) -> bool:
     """Whether timing `a` is clearly faster than `b`, each [p50, p20, p80]: a's p80 under b's p20
     and a's median at least NOISE lower."""
     return a[2] < b[1] and a[0] < b[0] * (1 - NOISE)
+
+
+def unsteady(ms: float | None, p20: float | None, p80: float | None) -> str | None:
+    """What to say of a timing whose samples spread too widely to trust its median; None for
+    a steady one, or one that kept no quantiles."""
+    if not ms or p20 is None or p80 is None or p80 - p20 <= UNSTEADY * ms:
+        return None
+    return (
+        f"unsteady timing: p20 {p20:.4g} ms, p80 {p80:.4g} ms ({(p80 - p20) / ms:.0%} of the "
+        "median apart): another process on the GPU, or a clock change, moved it; time it again"
+    )

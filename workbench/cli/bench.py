@@ -136,6 +136,8 @@ def _run_one(entry: KernelEntry, params: BenchParams, args: argparse.Namespace) 
                 print("work per call, each number with its source:\n  " + "\n  ".join(lines))
         if clocked := [c for rec in records if (c := bench_view.clock_line(rec))]:
             print("\n  ".join([bench_view.CLOCK_HEAD + ":", *clocked]))
+        for line in filter(None, map(bench_view.unsteady_line, records)):
+            print(line)
         for rec in records:
             if rec.status != "ok":
                 print(f"  {rec.where}: {rec.reason}", file=sys.stderr)

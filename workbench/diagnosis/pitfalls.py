@@ -756,10 +756,11 @@ PITFALLS: tuple[Pitfall, ...] = (
         ("compile_findings",),
         "`tl` cannot overlap them on sm_90 (Triton 3.4-3.9 compile tl.range(..., "
         "warp_specialize=True) to the same code there): write the loop in Gluon with "
-        "gl.warp_specialize, a TMA producer warp and two consumer warpgroups on setmaxnreg "
-        "budgets, each leaving the previous block's second product in flight while it runs the "
-        "next softmax (kernels/_attention_ws.py: attention from 0.90-0.95x to 1.02-1.10x torch "
-        "SDPA at head_dim 128 on an H100; line {line})",
+        "gl.warp_specialize, a TMA producer warp and consumer warpgroups on setmaxnreg budgets "
+        "(two, or three where the second product is small: head_dim 64), each leaving the "
+        "previous block's second product in flight while it runs the next softmax "
+        "(kernels/_attention_ws.py: attention from 0.90-0.96x to 1.02-1.10x torch SDPA at "
+        "head_dim 128 and 64 on an H100; line {line})",
         "FlashAttention-3 (warp specialization, intra-warpgroup overlap); docs/walkthrough.md "
         "steps 5-7",
     ),

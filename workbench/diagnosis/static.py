@@ -126,6 +126,13 @@ _DEFINES = re.compile(r"^\s*(%[\w.#]+)\s*=\s*(tt\.dot|arith\.subi|arith\.truncf)
 _TRUNC = re.compile(r"arith\.truncf\s+(%[\w.#]+)\s*:.*\bto\s+tensor<(?P<to>[^>]*)>")
 _ADDF = re.compile(r"arith\.addf\s+(%[\w.#]+),\s*(%[\w.#]+)\s*:\s*tensor<(?P<ty>[^>]*)>")
 _SIGNED_DIV = re.compile(r"\barith\.(divsi|remsi)\s+(%[\w.#]+)\s*,")
+_INT_CONST = re.compile(r"^\s*(%[\w.#]+)\s*=\s*arith\.constant\s+(-?\d+)\s*:\s*i\d+")
+_FOR_FROM = re.compile(r"\bscf\.for\s+(%[\w.#]+)\s*=\s*(%[\w.#]+)\s+to\s+\S+\s+step\s+(%[\w.#]+)")
+_AT_LEAST = re.compile(
+    r"^\s*(%[\w.#]+)\s*=\s*arith\.cmpi\s+(sgt|sge)\s*,\s*(%[\w.#]+)\s*,\s*(%[\w.#]+)"
+)
+_IF = re.compile(r"\bscf\.if\s+(%[\w.#]+)")
+_SUBI = re.compile(r"^\s*(%[\w.#]+)\s*=\s*arith\.subi\s+(%[\w.#]+)\s*,\s*(%[\w.#]+)")
 
 
 def _element(tensor_type: str) -> str:
@@ -187,6 +194,11 @@ def ir_findings(
     found: list[Finding] = []
     defined: dict[str, list[str]] = {"tt.dot": [], "arith.subi": [], "arith.truncf": []}
     rounded_dots: set[str] = set()
+    consts: dict[str, int] = {}
+    least: dict[str, int] = {}  # a loop index counting up: its first value
+    tests: dict[str, tuple[str, int]] = {}  # a condition `x > k` or `x >= k`: (x, least x)
+    guards: list[tuple[int, str, int]] = []  # the `scf.if` regions we are in: (indent, x, least)
+    non_negative: set[str] = set()  # `x - c` with c at most what x is known to be at least
 
     def add(n: int, id: str, title: str, severity: str, evidence: dict, fix: str) -> None:
         file, line = where.get(n, (None, None))
@@ -196,6 +208,32 @@ def ir_findings(
     for n, line in enumerate(ttir.splitlines(), 1):
         if m := _DEFINES.match(line):
             defined[m.group(2)].append(m.group(1))
+        # names recur in a kernel's regions: each definition replaces what the last one said
+        indent = len(line) - len(line.lstrip())
+        while guards and indent <= guards[-1][0]:
+            guards.pop()  # the region's `}` (or `} else {`) ends what its test told
+        if m := _INT_CONST.match(line):
+            consts[m.group(1)] = int(m.group(2))
+        elif m := _FOR_FROM.search(line):
+            start, step = consts.get(m.group(2)), consts.get(m.group(3), 0)
+            if start is not None and step > 0:
+                least[m.group(1)] = start
+            else:
+                least.pop(m.group(1), None)
+        elif m := _AT_LEAST.match(line):
+            if (k := consts.get(m.group(4))) is not None:
+                tests[m.group(1)] = (m.group(3), k + (m.group(2) == "sgt"))
+            else:
+                tests.pop(m.group(1), None)
+        elif (m := _IF.search(line)) and m.group(1) in tests:
+            guards.append((indent, *tests[m.group(1)]))
+        elif m := _SUBI.match(line):
+            # (i - 1) % STAGES in a loop from 1, or under `if n > 0`: a pipeline's slot
+            known = [k for _, x, k in guards if x == m.group(2)] + [least.get(m.group(2), -1)]
+            if 0 <= consts.get(m.group(3), -1) <= max(known):
+                non_negative.add(m.group(1))
+            else:
+                non_negative.discard(m.group(1))
         if (m := _TRUNC.search(line)) and m.group(1) in defined["tt.dot"]:
             rounded_dots.add(defined["arith.truncf"][-1])
         if (m := _ADDF.search(line)) and {m.group(1), m.group(2)} & rounded_dots:
@@ -209,7 +247,11 @@ def ir_findings(
                 evidence={"accumulator": acc, "ttir": "arith.truncf of tt.dot, then arith.addf"},
                 fix=fix_text("accumulating-low-precision"),
             )
-        if (m := _SIGNED_DIV.search(line)) and m.group(2) in defined["arith.subi"]:
+        if (
+            (m := _SIGNED_DIV.search(line))
+            and m.group(2) in defined["arith.subi"]
+            and m.group(2) not in non_negative
+        ):
             op = {"divsi": "//", "remsi": "%"}[m.group(1)]
             add(
                 n,

@@ -3,7 +3,7 @@ roofline fraction and the speedups, for the TUI's Bench tab (pure: no UI imports
 
 from __future__ import annotations
 
-from workbench.bench import metrics
+from workbench.bench import metrics, timing_rules
 from workbench.bench.clock_rules import case_note
 from workbench.bench.report import num, ratio
 from workbench.bench.result import BenchRecord, Ceilings
@@ -73,6 +73,12 @@ def clock_line(r: BenchRecord) -> str | None:
     """A case whose SM clock was held back (power, heat) while timed, with the clocks the kernel
     and torch ran at; None for the rest, so memory-bound kernels' tables stay as they were."""
     note = case_note(r.clocks, r.torch_clocks)
+    return f"{shape_text(r.shape)} {r.dtype}: {note}" if note else None
+
+
+def unsteady_line(r: BenchRecord) -> str | None:
+    """A case whose samples spread too widely to trust its median (`timing_rules.unsteady`)."""
+    note = timing_rules.unsteady(r.ms, r.ms_p20, r.ms_p80)
     return f"{shape_text(r.shape)} {r.dtype}: {note}" if note else None
 
 

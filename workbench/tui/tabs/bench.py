@@ -33,6 +33,7 @@ class BenchPane(Pane):
             lines += ["", f"{result.device}. {ceilings_line(result.ceilings.to_dict())}"]
         if clocked := [c for r in result.records if (c := rows.clock_line(r))]:
             lines += ["", rows.CLOCK_HEAD + ":", *clocked]
+        lines += filter(None, map(rows.unsteady_line, result.records))
         for r in result.records:
             if r.status != "ok":
                 lines.append(f"{r.where}: {r.reason}")
