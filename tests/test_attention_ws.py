@@ -106,3 +106,29 @@ def test_a_sweep_of_a_gluon_kernel_says_why_it_has_nothing_to_vary(space: str):
         job._configs(space, None, Launch(ws.attn_fwd_ws, args, options, grid=grid))
     problem = raised.value.problem
     assert problem.kind == "gluon-kernel" and "attn_fwd_ws is a Gluon kernel" in problem.cause
+
+
+@gluon
+def test_the_diagnosis_reads_its_one_program_an_sm_as_its_design(tmp_path: Path):
+    """One 512-thread program an SM (25 % occupancy) is what three consumer warpgroups on 160
+    registers ask for: the compile's low-occupancy finding is info, which the profile's follows
+    (on the H100 both read the kernel as no tile kernel, Gluon's MMAs not being tt.dot, and the
+    profile said "high: fewer registers per thread"); no finding rises above info."""
+    from kernels import _attention_ws as ws
+    from workbench.diagnosis import diagnose_compile, static
+    from workbench.ir import job
+    from workbench.ir.capture import Launch
+    from workbench.ir.facts import CompileFacts
+    from workbench.runtime.outdir import OutDir
+
+    t = torch.empty(1, 2, 512, 64, dtype=torch.bfloat16)
+    args, options, grid = ws.launch_args(t, t, t, t, True)
+    variant = job._variants([Launch(ws.attn_fwd_ws, args, options, grid=grid)], 90)[0]
+    _, compiled = job._build(variant, 90, False, OutDir(tmp_path, "--out"), "ir", ["ttgir"], False)
+    assert compiled is not None and static.tile_kernel(compiled.ttir)
+    found = diagnose_compile(CompileFacts([compiled], [], [], [(1, 2, 512, 64)]))
+    low = [f for f in found if f.id == "low-occupancy"]
+    assert [(f.severity, f.evidence["percent"], f.evidence["uses_dot"]) for f in low] == [
+        ("info", 25.0, True)
+    ]
+    assert not [f for f in found if f.severity != "info"]

@@ -56,7 +56,7 @@ def diagnose_compile(facts: CompileFacts) -> list[Finding]:
     found: list[Finding] = []
     for c in facts.compiled:
         spill = static.spill_finding(c.resources, c.label, c.where)
-        low = static.occupancy_finding(c.resources, c.label, c.where, "tt.dot" in c.ttir)
+        low = static.occupancy_finding(c.resources, c.label, c.where, static.tile_kernel(c.ttir))
         found += [f for f in (spill, low) if f is not None]
         irregular = _irregular_for(facts.shapes, c.values)
         found += static.ir_findings(c.ttir, c.ttir_map, c.label, irregular)

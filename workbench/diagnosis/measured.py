@@ -244,8 +244,9 @@ def low_occupancy_finding(k: NcuLaunch, uses_dot: bool = False) -> Finding | Non
     by_design = uses_dot and achieved >= GAP_FRACTION * theoretical
     if by_design:
         evidence["why_info"] = (
-            "a tl.dot tile kernel at the occupancy its tile asks for: its pipeline "
-            "(num_stages), not resident warps, hides the latency"
+            "a tile kernel (tl.dot, or warps specialized by hand) at the occupancy its tile "
+            "asks for: its pipeline (num_stages, a producer warp), not resident warps, hides "
+            "the latency"
         )
     return Finding(
         id="low-occupancy",
@@ -532,9 +533,13 @@ def _rule_gain(k: NcuLaunch, rule: str) -> float | None:
     return max(pcts) / 100 if pcts else None
 
 
+_MMA_CALL = re.compile(r"\b(?:tl\.dot|warpgroup_mma|tcgen05_mma)\(")
+
+
 def _calls_dot(k: NcuLaunch) -> bool:
-    """A hot line of the kernel calls tl.dot: a tile kernel."""
-    return any("tl.dot(" in (h.get("code") or "") for h in k.hot_lines or [])
+    """A hot line of the kernel multiplies tiles (tl.dot, Gluon's warpgroup_mma or tcgen05_mma):
+    a tile kernel."""
+    return any(_MMA_CALL.search(h.get("code") or "") for h in k.hot_lines or [])
 
 
 def _sourced(f: Finding, source: str) -> Finding:

@@ -51,6 +51,13 @@ def spill_finding(res: Resources, config: str, where: Key | None = None) -> Find
     )
 
 
+def tile_kernel(ir: str) -> bool:
+    """A kernel that picks its occupancy by design: a tile of matrix products (tl.dot, or
+    Gluon's wgmma and tcgen05 MMAs), or warps specialized into partitions on register budgets
+    of their own."""
+    return bool(_TILE_OPS.search(ir))
+
+
 def occupancy_finding(
     res: Resources, config: str, where: Key | None = None, uses_dot: bool = False
 ) -> Finding | None:
@@ -115,6 +122,9 @@ def among_candidates(found: list[Finding], candidates: dict[str, bool]) -> list[
 
 # ---- TTIR ------------------------------------------------------------------------------------
 
+_TILE_OPS = re.compile(
+    r"\b(?:tt\.dot|ttng\.warp_group_dot|ttng\.tc_gen5_mma|ttg\.warp_specialize)\b"
+)
 _DOT = re.compile(
     r"\btt\.dot\s+(?P<ops>[^:]*):\s*tensor<(?P<a>[^>]*)>\s*\*\s*tensor<(?P<b>[^>]*)>"
     r"\s*->\s*tensor<(?P<c>[^>]*)>"
