@@ -4,7 +4,7 @@
 # kept in the store); pitfall_spill alone first (cold caches) and again at the end (warm: the
 # time of one full diagnosis); the two fixes the workbench applies itself (--try); the
 # launch-bound transformer eager vs one CUDA graph vs torch.compile; softmax_online against copy
-# bandwidth; the sweeps of the autotuned kernels; then `report --all` into DEST/h100. Given NAMEs,
+# bandwidth; the sweeps of the autotuned kernels; then `report --all` into DEST/report. Given NAMEs,
 # only their diagnoses (pitfall_spill's two among them), then the report.
 #
 # One lane per GPU, each run in it seeing that card alone (CUDA_VISIBLE_DEVICES), pulls runs from
@@ -229,7 +229,7 @@ if [ -n "$retry" ]; then
   queue
   NCU_LOCK=host lanes
 fi
-RESERVE=0 run report "$REPORT_S" report --all --out "$DEST/h100"
+RESERVE=0 run report "$REPORT_S" report --all --out "$DEST/report"
 python3 "$HERE/gallery_ncu.py" summary "$DEST" >>"$DEST/steps.txt" 2>&1
 pack
 rm -rf "$WORK"

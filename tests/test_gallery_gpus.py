@@ -61,7 +61,7 @@ def test_the_runs_are_spread_over_the_lanes_and_spill_is_warm_after_cold(tmp_pat
     with tarfile.open(f"{dest}.tgz") as tgz:
         packed = set(tgz.getnames())
         final = tgz.extractfile("gallery/steps.txt").read().decode()
-    assert {"gallery/softmax.json", "gallery/h100/index.md", "gallery/versions.txt"} <= packed
+    assert {"gallery/softmax.json", "gallery/report/index.md", "gallery/versions.txt"} <= packed
     assert "report rc=0" in final and "ncu missing in" in final
 
 
