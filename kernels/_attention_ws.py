@@ -50,7 +50,15 @@ LOG2E = 1.4426950408889634
 
 
 @gluon.jit
-def _produce(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, row_q, q0, S, row_kv, n_blocks):
+def _load_q(q_desc, q_smem, q_ready, row_q, c: gl.constexpr):
+    QROWS: gl.constexpr = q_smem.type.shape[1]
+    mbarrier.expect(q_ready.index(c), q_desc.block_type.nbytes)
+    _tma_load(q_desc, [row_q + c * QROWS, 0], q_ready.index(c), q_smem.index(c))
+
+
+@gluon.jit
+def _produce(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, row_q, q0, S, row_kv, n_blocks,
+             RAGGED: gl.constexpr):  # fmt: skip
     """The producer warp: each consumer's Q rows that lie in the sequence once, then K and V
     block by block into the ring."""
     q_ready, k_ready, v_ready, k_empty, v_empty = bars
@@ -59,9 +67,11 @@ def _produce(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, row_q, q0, S,
     CONSUMERS: gl.constexpr = q_smem.type.shape[0]
     QROWS: gl.constexpr = q_smem.type.shape[1]
     for c in gl.static_range(CONSUMERS):
-        if q0 + c * QROWS < S:  # past S would be the next head's rows
-            mbarrier.expect(q_ready.index(c), q_desc.block_type.nbytes)
-            _tma_load(q_desc, [row_q + c * QROWS, 0], q_ready.index(c), q_smem.index(c))
+        if RAGGED:
+            if q0 + c * QROWS < S:  # past S would be the next head's rows
+                _load_q(q_desc, q_smem, q_ready, row_q, c)
+        else:
+            _load_q(q_desc, q_smem, q_ready, row_q, c)
     for j in range(n_blocks):
         s = j % NUM_STAGES
         phase = (j // NUM_STAGES) & 1
@@ -103,94 +113,117 @@ def _softmax(qk, m_i, l_i, qk_scale, q0, k0, CAUSAL: gl.constexpr):
 
 
 @gluon.jit
-def _consume(half: gl.constexpr, o_desc, q_smem, k_smem, v_smem, bars, row_q, n_blocks, q0, S,
-             qk_scale, CAUSAL: gl.constexpr):  # fmt: skip
-    """One consumer warpgroup: the online softmax of its rows over the K/V blocks they see. Its
-    output leaves through its Q slot (Q is no longer read by then) and a TMA store. Rows past S
-    (a tile overhanging the sequence), and causal rows that end before the program's last
-    block, release the blocks they do not use so that the ring moves on."""
+def _attend(half: gl.constexpr, o_desc, q_smem, k_smem, v_smem, bars, row_q, n, q0, qk_scale,
+            CAUSAL: gl.constexpr):  # fmt: skip
+    """One consumer warpgroup's rows (q0 on) over the first n K/V blocks: the online softmax, the
+    output through its Q slot (Q is no longer read by then) and a TMA store."""
     q_ready, k_ready, v_ready, k_empty, v_empty = bars
     NUM_STAGES: gl.constexpr = k_smem.type.shape[0]
     KEYS: gl.constexpr = k_smem.type.shape[1]
     HEAD_DIM: gl.constexpr = k_smem.type.shape[2]
     QROWS: gl.constexpr = q_smem.type.shape[1]
     dtype: gl.constexpr = k_smem.dtype
-    q0 = q0 + half * QROWS  # this consumer's first query in the sequence
-    n_mine = n_blocks
-    if CAUSAL:
-        n_mine = gl.cdiv(q0 + QROWS, KEYS)  # its last key block holds its last query
-        if n_mine > n_blocks:
-            n_mine = n_blocks
-    if q0 >= S:
-        n_mine = 0
-    if n_mine > 0:
-        s_layout: gl.constexpr = gl.NVMMADistributedLayout(
-            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, KEYS, 16]
-        )
-        o_layout: gl.constexpr = gl.NVMMADistributedLayout(
-            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16]
-        )
-        p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-        o_rows: gl.constexpr = gl.SliceLayout(1, o_layout)
-        m_i = gl.full([QROWS], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
-        l_i = gl.zeros([QROWS], gl.float32, gl.SliceLayout(1, s_layout))
-        acc = gl.zeros([QROWS, HEAD_DIM], gl.float32, o_layout)
-        zero = gl.zeros([QROWS, KEYS], gl.float32, s_layout)
-        q = q_smem.index(half)
-        mbarrier.wait(q_ready.index(half), 0)
-        qk = warpgroup_mma_wait(0, deps=(_scores(q, k_smem, k_ready, 0, zero),))
-        mbarrier.arrive(k_empty.index(0), count=1)
-        p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, qk_scale, q0, 0, CAUSAL)
-        p16 = gl.convert_layout(p.to(dtype), p_layout)
-        for j in range(1, n_mine):
-            qk = _scores(q, k_smem, k_ready, j, zero)
-            s = (j - 1) % NUM_STAGES
-            mbarrier.wait(v_ready.index(s), ((j - 1) // NUM_STAGES) & 1)
-            acc = warpgroup_mma(p16, v_smem.index(s), acc, is_async=True)
-            qk = warpgroup_mma_wait(1, deps=(qk,))  # the scores, issued first, are done
-            mbarrier.arrive(k_empty.index(j % NUM_STAGES), count=1)
-            p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, qk_scale, q0, j * KEYS, CAUSAL)
-            acc, p16 = warpgroup_mma_wait(0, deps=(acc, p16))
-            mbarrier.arrive(v_empty.index(s), count=1)
-            acc = acc * gl.convert_layout(alpha, o_rows)[:, None]
-            p16 = gl.convert_layout(p.to(dtype), p_layout)
-        s = (n_mine - 1) % NUM_STAGES
-        mbarrier.wait(v_ready.index(s), ((n_mine - 1) // NUM_STAGES) & 1)
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, KEYS, 16]
+    )
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16]
+    )
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    o_rows: gl.constexpr = gl.SliceLayout(1, o_layout)
+    m_i = gl.full([QROWS], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
+    l_i = gl.zeros([QROWS], gl.float32, gl.SliceLayout(1, s_layout))
+    acc = gl.zeros([QROWS, HEAD_DIM], gl.float32, o_layout)
+    zero = gl.zeros([QROWS, KEYS], gl.float32, s_layout)
+    q = q_smem.index(half)
+    mbarrier.wait(q_ready.index(half), 0)
+    qk = warpgroup_mma_wait(0, deps=(_scores(q, k_smem, k_ready, 0, zero),))
+    mbarrier.arrive(k_empty.index(0), count=1)
+    p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, qk_scale, q0, 0, CAUSAL)
+    p16 = gl.convert_layout(p.to(dtype), p_layout)
+    for j in range(1, n):
+        qk = _scores(q, k_smem, k_ready, j, zero)
+        s = (j - 1) % NUM_STAGES
+        mbarrier.wait(v_ready.index(s), ((j - 1) // NUM_STAGES) & 1)
         acc = warpgroup_mma(p16, v_smem.index(s), acc, is_async=True)
+        qk = warpgroup_mma_wait(1, deps=(qk,))  # the scores, issued first, are done
+        mbarrier.arrive(k_empty.index(j % NUM_STAGES), count=1)
+        p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, qk_scale, q0, j * KEYS, CAUSAL)
         acc, p16 = warpgroup_mma_wait(0, deps=(acc, p16))
         mbarrier.arrive(v_empty.index(s), count=1)
-        acc = acc / gl.convert_layout(l_i, o_rows)[:, None]
-        q.store(acc.to(dtype))
-        fence_async_shared()
-        _tma_store(o_desc, [row_q + half * QROWS, 0], q)
-        tma.store_wait(0)
-    for j in range(n_mine, n_blocks):
-        # waiting for the block before releasing it keeps this release in the block's phase
-        s = j % NUM_STAGES
-        mbarrier.wait(k_ready.index(s), (j // NUM_STAGES) & 1)
-        mbarrier.arrive(k_empty.index(s), count=1)
-        mbarrier.wait(v_ready.index(s), (j // NUM_STAGES) & 1)
-        mbarrier.arrive(v_empty.index(s), count=1)
+        acc = acc * gl.convert_layout(alpha, o_rows)[:, None]
+        p16 = gl.convert_layout(p.to(dtype), p_layout)
+    s = (n - 1) % NUM_STAGES
+    mbarrier.wait(v_ready.index(s), ((n - 1) // NUM_STAGES) & 1)
+    acc = warpgroup_mma(p16, v_smem.index(s), acc, is_async=True)
+    acc, p16 = warpgroup_mma_wait(0, deps=(acc, p16))
+    mbarrier.arrive(v_empty.index(s), count=1)
+    acc = acc / gl.convert_layout(l_i, o_rows)[:, None]
+    q.store(acc.to(dtype))
+    fence_async_shared()
+    _tma_store(o_desc, [row_q + half * QROWS, 0], q)
+    tma.store_wait(0)
 
 
 @gluon.jit
-def _consume_0(o_desc, q_smem, k_smem, v_smem, bars, row_q, n_blocks, q0, S, qk_scale, CAUSAL):
-    _consume(0, o_desc, q_smem, k_smem, v_smem, bars, row_q, n_blocks, q0, S, qk_scale, CAUSAL)
+def _consume(half: gl.constexpr, o_desc, q_smem, k_smem, v_smem, bars, row_q, n_blocks, q0, S,
+             qk_scale, CAUSAL: gl.constexpr, RAGGED: gl.constexpr):  # fmt: skip
+    """One consumer warpgroup. Where some consumers sit blocks out (RAGGED: a program's tile
+    overhangs the sequence; causal programs of more rows than a key block), rows past S and
+    causal rows that end before the program's last block release the blocks they do not use, so
+    that the ring moves on; elsewhere the code is the plain loop."""
+    q_ready, k_ready, v_ready, k_empty, v_empty = bars
+    NUM_STAGES: gl.constexpr = k_smem.type.shape[0]
+    KEYS: gl.constexpr = k_smem.type.shape[1]
+    CONSUMERS: gl.constexpr = q_smem.type.shape[0]
+    QROWS: gl.constexpr = q_smem.type.shape[1]
+    q0 = q0 + half * QROWS  # this consumer's first query in the sequence
+    if RAGGED or (CAUSAL and CONSUMERS * QROWS > KEYS):
+        n_mine = n_blocks
+        if CAUSAL:
+            n_mine = gl.cdiv(q0 + QROWS, KEYS)  # its last key block holds its last query
+            if n_mine > n_blocks:
+                n_mine = n_blocks
+        if q0 >= S:
+            n_mine = 0
+        if n_mine > 0:
+            _attend(half, o_desc, q_smem, k_smem, v_smem, bars, row_q, n_mine, q0, qk_scale, CAUSAL)
+        for j in range(n_mine, n_blocks):
+            # waiting for the block before releasing it keeps this release in the block's phase
+            s = j % NUM_STAGES
+            mbarrier.wait(k_ready.index(s), (j // NUM_STAGES) & 1)
+            mbarrier.arrive(k_empty.index(s), count=1)
+            mbarrier.wait(v_ready.index(s), (j // NUM_STAGES) & 1)
+            mbarrier.arrive(v_empty.index(s), count=1)
+    else:
+        _attend(half, o_desc, q_smem, k_smem, v_smem, bars, row_q, n_blocks, q0, qk_scale, CAUSAL)
 
 
 @gluon.jit
-def _consume_1(o_desc, q_smem, k_smem, v_smem, bars, row_q, n_blocks, q0, S, qk_scale, CAUSAL):
-    _consume(1, o_desc, q_smem, k_smem, v_smem, bars, row_q, n_blocks, q0, S, qk_scale, CAUSAL)
+def _consume_0(o_desc, q_smem, k_smem, v_smem, bars, row_q, n_blocks, q0, S, qk_scale, CAUSAL,
+               RAGGED):  # fmt: skip
+    _consume(0, o_desc, q_smem, k_smem, v_smem, bars, row_q, n_blocks, q0, S, qk_scale, CAUSAL,
+             RAGGED)  # fmt: skip
 
 
 @gluon.jit
-def _consume_2(o_desc, q_smem, k_smem, v_smem, bars, row_q, n_blocks, q0, S, qk_scale, CAUSAL):
-    _consume(2, o_desc, q_smem, k_smem, v_smem, bars, row_q, n_blocks, q0, S, qk_scale, CAUSAL)
+def _consume_1(o_desc, q_smem, k_smem, v_smem, bars, row_q, n_blocks, q0, S, qk_scale, CAUSAL,
+               RAGGED):  # fmt: skip
+    _consume(1, o_desc, q_smem, k_smem, v_smem, bars, row_q, n_blocks, q0, S, qk_scale, CAUSAL,
+             RAGGED)  # fmt: skip
+
+
+@gluon.jit
+def _consume_2(o_desc, q_smem, k_smem, v_smem, bars, row_q, n_blocks, q0, S, qk_scale, CAUSAL,
+               RAGGED):  # fmt: skip
+    _consume(2, o_desc, q_smem, k_smem, v_smem, bars, row_q, n_blocks, q0, S, qk_scale, CAUSAL,
+             RAGGED)  # fmt: skip
 
 
 @gluon.jit
 def attn_fwd_ws(q_desc, k_desc, v_desc, o_desc, qk_scale, S, CAUSAL: gl.constexpr,
-                NUM_STAGES: gl.constexpr, CONSUMERS: gl.constexpr, REGS: gl.constexpr):  # fmt: skip
+                NUM_STAGES: gl.constexpr, CONSUMERS: gl.constexpr, REGS: gl.constexpr,
+                RAGGED: gl.constexpr):  # fmt: skip
     KEYS: gl.constexpr = k_desc.block_type.shape[0]
     HEAD_DIM: gl.constexpr = k_desc.block_type.shape[1]
     QROWS: gl.constexpr = q_desc.block_type.shape[0]
@@ -205,8 +238,9 @@ def attn_fwd_ws(q_desc, k_desc, v_desc, o_desc, qk_scale, S, CAUSAL: gl.constexp
     n_blocks = S // KEYS
     if CAUSAL:
         n_blocks = gl.cdiv(q0 + CONSUMERS * QROWS, KEYS)
-        if n_blocks > S // KEYS:  # a tile overhanging the sequence
-            n_blocks = S // KEYS
+        if RAGGED:  # the last tile overhangs the sequence
+            if n_blocks > S // KEYS:
+                n_blocks = S // KEYS
     q_smem = gl.allocate_shared_memory(dtype, [CONSUMERS, QROWS, HEAD_DIM], q_desc.layout)
     k_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES, KEYS, HEAD_DIM], k_desc.layout)
     v_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES, KEYS, HEAD_DIM], v_desc.layout)
@@ -223,9 +257,22 @@ def attn_fwd_ws(q_desc, k_desc, v_desc, o_desc, qk_scale, S, CAUSAL: gl.constexp
         mbarrier.init(k_empty.index(s), count=CONSUMERS)  # every consumer releases a slot
         mbarrier.init(v_empty.index(s), count=CONSUMERS)
     bars = (q_ready, k_ready, v_ready, k_empty, v_empty)
-    consumer = (o_desc, q_smem, k_smem, v_smem, bars, row_q, n_blocks, q0, S, qk_scale, CAUSAL)
+    consumer = (
+        o_desc,
+        q_smem,
+        k_smem,
+        v_smem,
+        bars,
+        row_q,
+        n_blocks,
+        q0,
+        S,
+        qk_scale,
+        CAUSAL,
+        RAGGED,
+    )
     producer = (
-        q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, row_q, q0, S, bh * S, n_blocks
+        q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, row_q, q0, S, bh * S, n_blocks, RAGGED
     )  # fmt: skip
     if CONSUMERS == 3:
         gl.warp_specialize(
@@ -266,7 +313,8 @@ def launch_args(
         layout = gl.NVMMASharedLayout.get_default_for(tile, kind)
         descs.append(TensorDescriptor.from_tensor(t.view(B * H * S, D), tile, layout))
     regs, maxnreg = REGISTERS[consumers]
-    args = (*descs, LOG2E / math.sqrt(D), S, causal, stages, consumers, regs)
+    ragged = S % (consumers * rows) != 0  # the last program of a head overhangs it
+    args = (*descs, LOG2E / math.sqrt(D), S, causal, stages, consumers, regs, ragged)
     grid = (triton.cdiv(S, consumers * rows), B * H)
     return args, {"num_warps": 4, "maxnreg": maxnreg}, grid
 

@@ -38,6 +38,7 @@ def test_the_kernel_compiles_for_sm90_into_partitions_with_no_spill(
     t = torch.empty(2, 3, 512, d, dtype=getattr(torch, dtype))
     args, options, grid = ws.launch_args(t, t, t, t, causal, consumers=consumers)
     assert grid == (-(-512 // (consumers * ws.ROWS)), 6)  # 512 rows: 4 or 3 (overhanging) tiles
+    assert args[-1] == (consumers == 3)  # RAGGED: only then do consumers sit blocks out
     kernel = compat.cross_compile(ws.attn_fwd_ws, 90, args, options)
     ptx = kernel.asm["ptx"]
     budgets = set(re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx))
