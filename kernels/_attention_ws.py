@@ -8,8 +8,8 @@ at 64 (FlashAttention-3's layout: the warp scheduler runs one's softmax beside t
 Within a consumer, block j-1's p v runs on the tensor cores while block j's softmax does (FA3's
 intra-warpgroup overlap). `setmaxnreg` moves registers from the producer to the consumers.
 benchmarks/attention_gluon.py measured the choices on an H100: the overlap within a warpgroup
-took d=128 from 0.90-0.94x SDPA to 1.02-1.10x; a third consumer took d=64 from 0.94-1.01x to
-1.02-1.07x (two runs); ping-ponging the consumers' issue (an mbarrier turn) gained nothing
+took d=128 from 0.90-0.94x SDPA to 1.02-1.10x; a third consumer took d=64 from 0.92-1.01x to
+1.02-1.07x (three runs); ping-ponging the consumers' issue (an mbarrier turn) gained nothing
 beyond the run-to-run spread; a third slot ranged wider than two (two are steady); 128 rows a
 consumer with 64-key blocks, or 256-key blocks, lost at d=64.
 """
