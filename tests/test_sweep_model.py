@@ -56,11 +56,12 @@ def test_the_h100_sixteen_leave_two_losers_to_a_profile_and_size_the_small_tiles
 
 def test_the_ridge_of_the_h100s_measured_ceilings_leaves_the_same_two():
     """A GPU run records the ridge of the ceilings a bench measured there (bf16 matmul over
-    copy bandwidth, 723 TFLOP/s over 3,001 GB/s on this H100) instead of the datasheet's."""
+    copy bandwidth: 723-758 TFLOP/s over 3,000 GB/s in this H100's runs, 241-253 FLOP/B)
+    instead of the datasheet's (295)."""
     doc = json.loads((ROOT / "reports" / "h100" / "bench.json").read_text())
     ceil = Ceilings.from_dict(doc["ceilings"])
     ridge = ceil.matmul_rate("bfloat16") * 1e12 / (ceil.copy_gbps * 1e9)
-    assert 230 < ridge < 250
+    assert 230 < ridge < 270  # measured, well under the datasheet's
     measured = {**H100, "device": {"sms": 132, "ridge": ridge, "source": "measured"}}
     why = _why(_explained(measured))
     left = [k for k, w in why.items() if "profile it" in w]
