@@ -218,10 +218,10 @@ def ir_findings(
     for n, line in enumerate(ttir.splitlines(), 1):
         if m := _DEFINES.match(line):
             defined[m.group(2)].append(m.group(1))
-        # names recur in a kernel's regions: each definition replaces what the last one said
         indent = len(line) - len(line.lstrip())
         while guards and indent <= guards[-1][0]:
             guards.pop()  # the region's `}` (or `} else {`) ends what its test told
+        # names recur in a kernel's regions: each definition replaces what the last one said
         if m := _INT_CONST.match(line):
             consts[m.group(1)] = int(m.group(2))
         elif m := _FOR_FROM.search(line):
